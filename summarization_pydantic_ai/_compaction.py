@@ -1,0 +1,157 @@
+"""Plan, summarize and assemble one compaction: kept head + summary + kept tail.
+
+Shared by [`SummarizationProcessor`][summarization_pydantic_ai.SummarizationProcessor] and the middleware, so
+there is one place that decides what is replaced and one that builds the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
+
+from ._cutoff import find_safe_cutoff, safe_head_end
+from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
+from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
+
+__all__ = ["CompactionPlan", "SummaryOutcome", "assemble", "plan_compaction", "summarize_with_fallback"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What one compaction keeps and replaces: `messages[:head_end]` and `messages[cutoff:]` are kept."""
+
+    head_end: int
+    cutoff: int
+    system_head: ModelRequest | None
+    """The system prompt split off the first request when that request also holds the first user prompt."""
+    span: tuple[ModelMessage, ...]
+    """The messages the summary replaces (earlier summaries excluded, see `previous_summaries`)."""
+    previous_summaries: tuple[str, ...]
+    previous_summary_ids: tuple[str, ...]
+
+
+def _system_head(first: ModelMessage) -> tuple[ModelRequest | None, bool]:
+    """Split the system prompt off the first request. Returns (head request, whether `first` is wholly head)."""
+    if not isinstance(first, ModelRequest):
+        return None, False
+    system = [p for p in first.parts if isinstance(p, SystemPromptPart) and p.scope == "conversation"]
+    if not system:
+        return None, False
+    if len(system) == len(first.parts):
+        return None, True
+    return replace(first, parts=system, metadata=None), False
+
+
+def plan_compaction(
+    messages: Sequence[ModelMessage],
+    keep: Any,
+    *,
+    keep_head: int = 0,
+    max_tokens: int | None = None,
+    message_tokens: Callable[[ModelMessage], int] | None = None,
+) -> CompactionPlan | None:
+    """Decide what to replace, or `None` when there is nothing new to summarize."""
+    if not messages:
+        return None
+    system_head, first_is_head = _system_head(messages[0])
+    head_end = safe_head_end(messages, max(keep_head, 1 if first_is_head else 0))
+    cutoff = find_safe_cutoff(messages, keep, max_tokens=max_tokens, message_tokens=message_tokens)
+    if cutoff <= head_end:
+        return None
+    if head_end > 0:
+        system_head = None  # the first request is kept whole
+    span: list[ModelMessage] = []
+    previous: list[str] = []
+    previous_ids: list[str] = []
+    for message in messages[head_end:cutoff]:
+        part = summary_part(message)
+        if part is not None:
+            previous.append(part.content or "")
+            message_id = get_message_id(message)
+            if message_id:
+                previous_ids.append(message_id)
+        else:
+            span.append(message)
+    if not span:
+        return None
+    return CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids))
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    text: str
+    summarizer: str
+    duration_s: float
+    fallback_reason: str | None = None
+
+
+def summarizer_name(summarizer: Summarizer) -> str:
+    return str(getattr(summarizer, "name", type(summarizer).__name__))
+
+
+async def summarize_with_fallback(
+    plan: CompactionPlan,
+    summarizer: Summarizer,
+    *,
+    focus: str | None,
+    latest_request: str | None,
+    first_index: int,
+    fallback: DeterministicSummarizer | None = None,
+) -> SummaryOutcome:
+    """Run the summarizer; on any failure (or empty text) use the deterministic one and say why."""
+    request = SummaryRequest(
+        messages=plan.span,
+        previous_summary="\n\n".join(plan.previous_summaries) or None,
+        focus=focus,
+        latest_user_request=latest_request,
+        first_index=first_index,
+    )
+    started = time.perf_counter()
+    try:
+        text = await summarizer.summarize(request)
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError("the summarizer returned empty text")
+        return SummaryOutcome(text.strip(), summarizer_name(summarizer), time.perf_counter() - started)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        logger.warning(
+            "summarizer %s failed (%s); using the deterministic summary", summarizer_name(summarizer), reason
+        )
+        fallback = fallback or DeterministicSummarizer()
+        text = fallback.summarize_sync(request)
+        return SummaryOutcome(text, fallback.name, time.perf_counter() - started, reason)
+
+
+def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focus: str | None) -> ModelRequest:
+    """The summary as a `ModelRequest` with one `CompactionPart` whose metadata says what it covers."""
+    covers = [mid for mid in map(get_message_id, plan.span) if mid]
+    info: dict[str, Any] = {
+        "covers": covers,
+        "covered_messages": len(plan.span),
+        "replaces_summaries": list(plan.previous_summary_ids),
+        "summarizer": outcome.summarizer,
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+    if covers:
+        info["first_id"], info["last_id"] = covers[0], covers[-1]
+    if outcome.fallback_reason:
+        info["fallback_reason"] = outcome.fallback_reason
+    if focus:
+        info["focus"] = focus
+    return ModelRequest(parts=[CompactionPart(content=outcome.text, metadata={SUMMARY_METADATA_KEY: info})])
+
+
+def assemble(messages: Sequence[ModelMessage], plan: CompactionPlan, summary: ModelRequest) -> list[ModelMessage]:
+    """Kept head + (split-off system prompt) + summary + kept tail."""
+    head = list(messages[: plan.head_end])
+    if plan.system_head is not None:
+        head.append(plan.system_head)
+    return [*head, summary, *messages[plan.cutoff :]]

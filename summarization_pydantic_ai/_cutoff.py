@@ -1,0 +1,106 @@
+"""Pair-safe cutoffs: where a history can be cut without separating a tool call from its result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
+
+from ._messages import ToolPairIndex
+from ._sizes import keep_tokens, normalize_keep
+from ._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["find_safe_cutoff", "inflight_start", "safe_head_end"]
+
+
+def inflight_start(messages: Sequence[ModelMessage]) -> int:
+    """Where the in-flight exchange starts: the trailing requests (a new prompt, pending tool results), or, when
+    the history ends with a response, that response and the requests it answered. Tool results pull in the
+    response that made their calls through the pair closure, not here."""
+    j = len(messages)
+    if j and isinstance(messages[-1], ModelResponse):
+        j -= 1
+    while j > 0 and isinstance(messages[j - 1], ModelRequest):
+        j -= 1
+    return j
+
+
+def _close_pairs(index: ToolPairIndex, cutoff: int) -> int:
+    """Move `cutoff` back until no kept message holds a result whose call was cut."""
+    earliest = index.earliest_call_for_message
+    n = len(earliest)
+    suffix_min = [0] * (n + 1)
+    suffix_min[n] = n
+    for i in range(n - 1, -1, -1):
+        suffix_min[i] = min(earliest[i], suffix_min[i + 1])
+    while cutoff < n and suffix_min[cutoff] < cutoff:
+        cutoff = suffix_min[cutoff]
+    return cutoff
+
+
+def safe_head_end(messages: Sequence[ModelMessage], head: int) -> int:
+    """Extend a kept head so it does not end on a response whose calls are answered after it."""
+    n = len(messages)
+    head = min(head, n)
+    while 0 < head < n:
+        last = messages[head - 1]
+        if not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)):
+            break
+        while head < n and isinstance(messages[head], ModelRequest):
+            head += 1
+    return head
+
+
+def find_safe_cutoff(
+    messages: Sequence[ModelMessage],
+    keep: Any,
+    *,
+    max_tokens: int | None = None,
+    message_tokens: Callable[[ModelMessage], int] | None = None,
+) -> int:
+    """Return the index `i` such that `messages[i:]` is the kept tail.
+
+    Args:
+        messages: the history.
+        keep: an `int` number of messages, or a `ContextSize`: `("messages", n)`, `("tokens", n)` (the most recent
+            messages that fit in n tokens), `("fraction", f)` (of `max_tokens`).
+        max_tokens: the token budget a fraction refers to.
+        message_tokens: a per-message counter for token keeps (default: the approximate estimate).
+
+    The tail never holds a tool result whose call was cut (the cut moves back to the response that made the
+    call, through the tool-pair index, however far back it is), and it always holds the in-flight exchange: a
+    keep of 0 keeps the new user prompt, or pending tool results together with the response that made the calls.
+
+    Example:
+        ```python
+        cut = find_safe_cutoff(messages, 10)
+        kept = messages[cut:]
+        ```
+    """
+    size = normalize_keep(keep)
+    n = len(messages)
+    if n == 0:
+        return 0
+    budget_tokens = keep_tokens(size, max_tokens)
+    if budget_tokens is None:
+        cutoff = max(0, n - int(size[1]))
+    else:
+        cutoff = _token_cutoff(messages, budget_tokens, message_tokens)
+    cutoff = min(cutoff, inflight_start(messages))
+    return _close_pairs(ToolPairIndex.build(messages), cutoff)
+
+
+def _token_cutoff(
+    messages: Sequence[ModelMessage], budget: int, message_tokens: Callable[[ModelMessage], int] | None
+) -> int:
+    count = message_tokens or _default_counter.count_message
+    total = 0
+    cutoff = len(messages)
+    while cutoff > 0:
+        cost = count(messages[cutoff - 1])
+        if total + cost > budget:
+            break
+        total += cost
+        cutoff -= 1
+    return cutoff

@@ -1,0 +1,130 @@
+"""Typed events the processors report: what they did, when, and at what cost.
+
+Pass `event_callback=` to any processor; it receives these dataclasses (sync or async callback). A callback that
+raises is logged and otherwise ignored: observing a run never aborts it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+__all__ = [
+    "CompactionCompleted",
+    "CompactionSkipped",
+    "CompactionStarted",
+    "ContextEvent",
+    "EventCallback",
+    "LimitWarningIssued",
+    "SummarizerFallback",
+    "ToolResultsCleared",
+    "WindowTrimmed",
+    "emit_event",
+]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    """A processor decided to summarize `messages[head_end:cutoff]`."""
+
+    processor: str
+    messages_before: int
+    tokens_before: int
+    head_end: int
+    cutoff: int
+    focus: str | None = None
+
+
+@dataclass(frozen=True)
+class CompactionCompleted:
+    """A summary replaced a span; the history went from `*_before` to `*_after`."""
+
+    processor: str
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    cutoff: int
+    summarized_messages: int
+    duration_s: float
+    summarizer: str
+    model: str | None = None
+    fallback_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class SummarizerFallback:
+    """The configured summarizer failed (exception, timeout, empty text); the deterministic one was used."""
+
+    processor: str
+    error: str
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class CompactionSkipped:
+    """A trigger fired but nothing could be summarized (the span was empty or only earlier summaries)."""
+
+    processor: str
+    reason: str
+    tokens: int
+    messages: int
+
+
+@dataclass(frozen=True)
+class WindowTrimmed:
+    """The sliding window dropped messages."""
+
+    processor: str
+    dropped_messages: int
+    messages_after: int
+    tokens_before: int
+
+
+@dataclass(frozen=True)
+class ToolResultsCleared:
+    """Old tool results were replaced by placeholders."""
+
+    processor: str
+    cleared: int
+    tokens_reclaimed: int
+    tool_call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LimitWarningIssued:
+    """The model was warned that a limit is near."""
+
+    processor: str
+    text: str
+
+
+ContextEvent: TypeAlias = (
+    CompactionStarted
+    | CompactionCompleted
+    | SummarizerFallback
+    | CompactionSkipped
+    | WindowTrimmed
+    | ToolResultsCleared
+    | LimitWarningIssued
+)
+
+EventCallback: TypeAlias = Callable[[ContextEvent], Awaitable[None] | None]
+
+
+async def emit_event(callback: EventCallback | None, event: ContextEvent) -> None:
+    """Deliver `event` to a sync or async callback; a failing callback is logged, never raised."""
+    logger.debug("%s", event)
+    if callback is None:
+        return
+    try:
+        result = callback(event)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        logger.exception("event callback %r failed on %s", callback, type(event).__name__)

@@ -1,0 +1,19 @@
+"""History processors: each is a plain async callable (`ProcessHistory`) and a pydantic-ai capability."""
+
+from ._base import HistoryProcessor, request_overhead_tokens
+from ._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
+from ._limit_warner import WARNING_METADATA_KEY, LimitWarnerProcessor
+from ._sliding_window import SlidingWindowProcessor
+from ._summarization import SummarizationProcessor, make_summarizer
+
+__all__ = [
+    "CLEARED_METADATA_KEY",
+    "WARNING_METADATA_KEY",
+    "ClearToolResultsProcessor",
+    "HistoryProcessor",
+    "LimitWarnerProcessor",
+    "SlidingWindowProcessor",
+    "SummarizationProcessor",
+    "make_summarizer",
+    "request_overhead_tokens",
+]

@@ -1,0 +1,88 @@
+"""`SlidingWindowProcessor`: drop the oldest messages when a trigger fires, with no model call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
+
+from .._compaction import plan_compaction
+from .._events import EventCallback, WindowTrimmed, emit_event
+from .._messages import SUMMARY_METADATA_KEY, summary_info
+from .._sizes import ContextSize, check_keep_below_trigger, normalize_keep, normalize_trigger
+from .._tokens import TokenCounter, count_tokens_approximately
+from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
+from ._summarization import check_counter, keep_message_counter, new_problems
+
+__all__ = ["SlidingWindowProcessor"]
+
+
+def _window_marker(dropped: int) -> ModelRequest:
+    """A short user-voice note where messages were dropped, so the kept tail never opens with the assistant."""
+    text = f"[{dropped} earlier messages of this conversation were removed to fit the context window.]"
+    info = {"kind": "window", "dropped_messages": dropped, "created_at": datetime.now(UTC).isoformat()}
+    return ModelRequest(parts=[CompactionPart(content=text, metadata={SUMMARY_METADATA_KEY: info})])
+
+
+@dataclass
+class SlidingWindowProcessor(HistoryProcessor):
+    """Keep the system prompt, `keep_head` leading messages and the most recent `keep`; drop the rest.
+
+    Zero-LLM and deterministic. The cut is pair-safe (a tool call and its results stay together), the system
+    prompt is never dropped, and a one-line marker replaces the dropped span so the history never opens with
+    an assistant message. Sync and async token counters both work.
+
+    Example:
+        ```python
+        agent = Agent('openai:gpt-4.1', capabilities=[SlidingWindowProcessor(trigger=('messages', 100), keep=40)])
+        ```
+    """
+
+    trigger: Any = ("messages", 100)
+    keep: Any = ("messages", 40)
+    keep_head: int = 0
+    max_tokens: int | None = None
+    model_name: str | None = None
+    reserve_output_tokens: int = 0
+    token_counter: TokenCounter = count_tokens_approximately
+    event_callback: EventCallback | None = None
+    _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
+    _keep: ContextSize = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._triggers = normalize_trigger(self.trigger)
+        self._keep = normalize_keep(self.keep)
+        check_keep_below_trigger(self._keep, self._triggers)
+        check_counter(self.token_counter)
+        if self.keep_head < 0:
+            raise ValueError(f"keep_head must be >= 0, got {self.keep_head}")
+        if self.reserve_output_tokens < 0:
+            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+
+    async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
+        if not messages or not self._triggers:
+            return messages
+        needs_budget = any(s[0] == "fraction" for s in (*self._triggers, self._keep))
+        budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, needs_budget)
+        size = await measure(messages, self.token_counter, run, budget, None)
+        if not any(size.reaches(t) for t in self._triggers):
+            return messages
+        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
+        plan = plan_compaction(
+            messages, self._keep, keep_head=self.keep_head, max_tokens=budget, message_tokens=keep_counter
+        )
+        if plan is None:
+            return messages
+        dropped = len(plan.span) + sum(
+            int((summary_info(m) or {}).get("dropped_messages", 0)) for m in messages[plan.head_end : plan.cutoff]
+        )
+        head = list(messages[: plan.head_end])
+        if plan.system_head is not None:
+            head.append(plan.system_head)
+        result = [*head, _window_marker(dropped), *messages[plan.cutoff :]]
+        if new_problems(messages, result):
+            return messages
+        await emit_event(self.event_callback, WindowTrimmed(type(self).__name__, dropped, len(result), size.tokens))
+        return result

@@ -1,0 +1,232 @@
+"""`SummarizationProcessor`: replace the old part of a history with a summary when a trigger fires."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest
+
+from .._compaction import assemble, build_summary_message, plan_compaction, summarize_with_fallback, summarizer_name
+from .._events import (
+    CompactionCompleted,
+    CompactionSkipped,
+    CompactionStarted,
+    EventCallback,
+    SummarizerFallback,
+    emit_event,
+)
+from .._messages import validate_history
+from .._sizes import ContextSize, Measure, check_keep_below_trigger, normalize_keep, normalize_trigger
+from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
+from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
+from ..summarize._template import DEFAULT_SUMMARY_PROMPT, validate_template
+from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
+
+__all__ = ["SummarizationProcessor", "make_summarizer"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+_VERIFY_NEAR = 0.8
+
+
+def make_summarizer(model: Any, *, prompt_template: str | None = None, timeout: float | None = 120.0) -> Summarizer:
+    """A summarizer from a model name, a pydantic-ai `Model`, a `Summarizer`, or `None` (deterministic)."""
+    if model is None:
+        return DeterministicSummarizer()
+    if isinstance(model, Summarizer):
+        return model
+    if isinstance(model, str) or hasattr(model, "request"):
+        return LLMSummarizer(model, prompt_template=prompt_template or DEFAULT_SUMMARY_PROMPT, timeout=timeout)
+    raise TypeError(f"model must be a model name, a pydantic-ai Model, a Summarizer or None, got {model!r}")
+
+
+def check_counter(counter: Any) -> None:
+    if not callable(counter):
+        raise TypeError(f"token_counter must be a callable messages -> int (sync or async), got {counter!r}")
+
+
+def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> list[str]:
+    """Problems in `after` that `before` did not already have (a processor must never add one)."""
+    for_request = isinstance(after[-1], ModelRequest) if after else True
+    old = Counter(p.kind for p in validate_history(before, for_request=for_request))
+    return [str(p) for p in validate_history(after, for_request=for_request) if old[p.kind] == 0]
+
+
+async def keep_message_counter(
+    messages: Sequence[ModelMessage], keep: ContextSize, counter: TokenCounter, budget: int | None
+) -> Callable[[ModelMessage], int] | None:
+    """A per-message counter for token keeps. Cached counters are used as they are; any other (sync or async)
+    counter is asked once per message, from the newest back until the keep is exceeded."""
+    if keep[0] == "messages":
+        return None
+    if isinstance(counter, IncrementalCounter):
+        return counter.count_message
+    if counter is count_tokens_approximately:
+        return None  # find_safe_cutoff's default
+    limit = keep[1] if keep[0] == "tokens" else keep[1] * (budget or 0)
+    counts: dict[int, int] = {}
+    total = 0
+    for message in reversed(messages):
+        counts[id(message)] = await async_count_tokens(counter, [message])
+        total += counts[id(message)]
+        if total > limit:
+            break
+    return lambda message: counts.get(id(message), 1 << 40)
+
+
+@dataclass
+class SummarizationProcessor(HistoryProcessor):
+    """Summarize the oldest part of the history when a trigger fires, keeping the recent tail.
+
+    The whole replaced span reaches the summarizer (chunked when large), the previous summary is updated
+    (rolling), the cut never separates a tool call from its result, and the system prompt is kept. The summary
+    is a `ModelRequest` with a `CompactionPart` whose metadata lists the message ids it covers. If the
+    summarizer fails (raises, times out, returns empty text) the deterministic summary is used and a
+    [`SummarizerFallback`][summarization_pydantic_ai.SummarizerFallback] event is reported.
+
+    Use it as a capability (`Agent(capabilities=[processor])`: the summary is written into the run's history
+    once) or as a plain processor (`ProcessHistory(processor)` or `await processor(messages)`).
+
+    Example:
+        ```python
+        processor = SummarizationProcessor('openai:gpt-4.1-mini', trigger=('fraction', 0.8), keep=('messages', 20))
+        agent = Agent('openai:gpt-4.1', capabilities=[processor])
+        ```
+    """
+
+    model: Any = None
+    """The summarizer: a model name, a pydantic-ai `Model`, a `Summarizer`, or `None` for the deterministic one."""
+    trigger: Any = ("fraction", 0.8)
+    """A `ContextSize` or a list of them (any fires): `("messages", n)`, `("tokens", n)`, `("fraction", f)`."""
+    keep: Any = ("messages", 20)
+    """What survives the summary: an `int` number of messages or a `ContextSize`; 0 keeps the in-flight exchange."""
+    keep_head: int = 0
+    """Leading messages always kept verbatim (the system prompt is always kept regardless)."""
+    max_tokens: int | None = None
+    """The context window; default: from `model_name`, else the run's model (genai-prices), else 200,000 (warned)."""
+    model_name: str | None = None
+    """The agent's model name, to look its context window up in plain (non-capability) use."""
+    reserve_output_tokens: int = 0
+    """Subtracted from the window before fractions apply, so the answer fits too."""
+    token_counter: TokenCounter = count_tokens_approximately
+    prompt_template: str | None = None
+    """A custom summary prompt with `{messages}`; may use `{previous_summary}`, `{focus}`, `{latest_user_request}`."""
+    summary_timeout: float | None = 120.0
+    focus: str | None = None
+    event_callback: EventCallback | None = None
+    _summarizer: Summarizer = field(init=False, repr=False)
+    _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
+    _keep: ContextSize = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._triggers = normalize_trigger(self.trigger)
+        self._keep = normalize_keep(self.keep)
+        check_keep_below_trigger(self._keep, self._triggers)
+        check_counter(self.token_counter)
+        if self.keep_head < 0:
+            raise ValueError(f"keep_head must be >= 0, got {self.keep_head}")
+        if self.reserve_output_tokens < 0:
+            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+        if self.max_tokens is not None and self.max_tokens <= self.reserve_output_tokens:
+            raise ValueError("max_tokens must be larger than reserve_output_tokens")
+        if self.prompt_template is not None:
+            validate_template(self.prompt_template)
+        self._summarizer = make_summarizer(
+            self.model, prompt_template=self.prompt_template, timeout=self.summary_timeout
+        )
+
+    @property
+    def _needs_budget(self) -> bool:
+        return any(size[0] == "fraction" for size in (*self._triggers, self._keep))
+
+    async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
+        if not messages or not self._triggers:
+            return messages
+        budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, self._needs_budget)
+        size = await self._measure(messages, run, budget)
+        if not any(size.reaches(t) for t in self._triggers):
+            return messages
+        return await self._compact(messages, size, budget, self.focus)
+
+    async def compact(self, messages: Sequence[ModelMessage], focus: str | None = None) -> list[ModelMessage]:
+        """Summarize now, whatever the triggers say; returns the new history (the input if nothing to summarize)."""
+        messages = list(messages)
+        budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, None, self._needs_budget)
+        size = await self._measure(messages, None, budget)
+        return await self._compact(messages, size, budget, focus or self.focus)
+
+    async def _measure(self, messages: list[ModelMessage], run: RunInfo | None, budget: int | None) -> Measure:
+        thresholds = [t for t in (Measure(0, 0, budget).token_threshold(s) for s in self._triggers) if t is not None]
+        threshold = min(thresholds) if thresholds else None
+        size = await measure(messages, self.token_counter, run, budget, threshold)
+        if threshold is not None and size.tokens >= _VERIFY_NEAR * threshold:
+            # Near the trigger the cached prefix is checked in full before acting on it.
+            exact = _verified_count(self.token_counter, messages)
+            if exact is not None:
+                overhead = run.request.overhead_tokens if run else 0
+                size = Measure(size.messages, exact + overhead, budget)
+        return size
+
+    async def _compact(
+        self, messages: list[ModelMessage], size: Measure, budget: int | None, focus: str | None
+    ) -> list[ModelMessage]:
+        name = type(self).__name__
+        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
+        plan = plan_compaction(
+            messages, self._keep, keep_head=self.keep_head, max_tokens=budget, message_tokens=keep_counter
+        )
+        if plan is None:
+            await emit_event(
+                self.event_callback, CompactionSkipped(name, "nothing new to summarize", size.tokens, size.messages)
+            )
+            return messages
+        await emit_event(
+            self.event_callback, CompactionStarted(name, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
+        )
+        outcome = await summarize_with_fallback(
+            plan,
+            self._summarizer,
+            focus=focus,
+            latest_request=latest_user_request(messages),
+            first_index=plan.head_end,
+        )
+        model = getattr(self._summarizer, "model_name", None)
+        if outcome.fallback_reason:
+            await emit_event(self.event_callback, SummarizerFallback(name, outcome.fallback_reason, model))
+        result = assemble(messages, plan, build_summary_message(plan, outcome, focus=focus))
+        problems = new_problems(messages, result)
+        if problems:  # a safety net: never hand a provider a history this processor broke
+            logger.error("%s: compaction would break the history (%s); history left unchanged", name, problems)
+            return messages
+        tokens_after = await async_count_tokens(self.token_counter, result)
+        await emit_event(
+            self.event_callback,
+            CompactionCompleted(
+                processor=name,
+                messages_before=len(messages),
+                messages_after=len(result),
+                tokens_before=size.tokens,
+                tokens_after=tokens_after,
+                cutoff=plan.cutoff,
+                summarized_messages=len(plan.span),
+                duration_s=outcome.duration_s,
+                summarizer=outcome.summarizer or summarizer_name(self._summarizer),
+                model=model,
+                fallback_reason=outcome.fallback_reason,
+            ),
+        )
+        return result
+
+
+def _verified_count(counter: TokenCounter, messages: Sequence[ModelMessage]) -> int | None:
+    if isinstance(counter, IncrementalCounter):
+        return counter.count(messages, verify=True)
+    if counter is count_tokens_approximately:
+        from .._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
+
+        return _default_counter.count(messages, verify=True)
+    return None
