@@ -52,11 +52,16 @@ class RunInfo:
 
 @dataclass
 class HistoryProcessor(AbstractCapability[Any]):
-    """Base of the processors: subclasses implement `process(messages, run)` and return the input list itself
-    when they change nothing."""
+    """Base of the processors: subclasses implement `process(messages, run)`, never mutate the input list, and
+    return the input list itself when they change nothing (a new list when they do).
+
+    No call copies the history: below the trigger a call costs O(messages added since the previous call), not
+    O(len(messages)) (see the benchmarks page)."""
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
-        return await self.process(list(messages), None)
+        # No defensive copy (O(n) per call): `process` never mutates its input. pydantic-ai hands every history
+        # processor a fresh copy of the history and copies the result again.
+        return await self.process(messages if isinstance(messages, list) else list(messages), None)
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         raise NotImplementedError
@@ -73,7 +78,7 @@ class HistoryProcessor(AbstractCapability[Any]):
             model_request_parameters=request_context.model_request_parameters,
             overhead_tokens=request_overhead_tokens(request_context),
         )
-        messages = list(request_context.messages)
+        messages = request_context.messages  # not copied: `process` never mutates its input
         result = await self.process(messages, RunInfo(ctx, info))
         if result is not messages:
             ctx.messages[:] = result
@@ -99,7 +104,13 @@ _warned_defaults: set[str] = set()
 
 
 def resolve_budget(
-    max_tokens: int | None, model_name: str | None, reserve_output_tokens: int, run: RunInfo | None, needed: bool
+    max_tokens: int | None,
+    model_name: str | None,
+    reserve_output_tokens: int,
+    run: RunInfo | None,
+    needed: bool,
+    *,
+    assume_default: bool = True,
 ) -> int | None:
     """The token budget a fraction refers to: explicit `max_tokens`, else `model_name`'s or the run model's window
     (genai-prices), else 200,000 with a warning. Without `needed` (no fraction setting) only `max_tokens` counts."""
@@ -111,7 +122,7 @@ def resolve_budget(
     if window is None and run is not None and run.request.model is not None:
         model = run.request.model
         window = getattr(model, "context_window", None) or resolve_max_tokens(model)
-    if window is None and needed:
+    if window is None and assume_default:
         key = model_name or type(run.request.model).__name__ if run else "plain call"
         if key not in _warned_defaults:
             _warned_defaults.add(key)

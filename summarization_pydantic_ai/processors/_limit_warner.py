@@ -92,7 +92,9 @@ class LimitWarnerProcessor(HistoryProcessor):
             used_tokens = run.ctx.usage.total_tokens
             if used_tokens >= self.warn_at * total_limit:
                 notes.append(f"{used_tokens:,} of {total_limit:,} total tokens used")
-        context = self.max_context_tokens or resolve_budget(None, self.model_name, 0, run, needed=True)
+        context = self.max_context_tokens or resolve_budget(
+            None, self.model_name, 0, run, needed=True, assume_default=False
+        )
         if context:
             size = await measure(messages, self.token_counter, run, context, None)
             if size.tokens >= self.warn_at * context:

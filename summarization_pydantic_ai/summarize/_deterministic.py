@@ -25,7 +25,7 @@ from .._messages import get_message_id
 from .._render import elide_middle, part_text
 from ._protocol import SummaryRequest
 
-__all__ = ["DeterministicSummarizer", "latest_user_request"]
+__all__ = ["DeterministicSummarizer", "latest_request_from_summary", "latest_user_request"]
 
 _PATH = re.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b|https?://[^\s'\"<>)\]]+")
 _NEXT_STEP = re.compile(r"^\s*(?:[-*]\s*\[ \]|(?:next|todo|then|remaining)\b[:\s])", re.IGNORECASE)
@@ -39,6 +39,17 @@ def latest_user_request(messages: Sequence[ModelMessage]) -> str | None:
                 if isinstance(part, UserPromptPart):
                     return part_text(part)
     return None
+
+
+_LATEST_HEADING = "## Latest user request\n"
+
+
+def latest_request_from_summary(summary: str | None) -> str | None:
+    """The verbatim latest request a structured summary carries in its last section, if it has one."""
+    if not summary or _LATEST_HEADING not in summary:
+        return None
+    text = summary.rsplit(_LATEST_HEADING, 1)[1].strip()
+    return text if text and text.lower() != "none" else None
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -116,7 +127,12 @@ class DeterministicSummarizer:
 
     def summarize_sync(self, request: SummaryRequest) -> str:
         found = _extract(request)
-        latest = request.latest_user_request or latest_user_request(request.messages) or "none"
+        latest = (
+            request.latest_user_request
+            or latest_user_request(request.messages)
+            or latest_request_from_summary(request.previous_summary)
+            or "none"
+        )
         tools = [f"{name} x{count}" for name, count in found.tools.most_common(20)]
         artifacts = [f"`{path}` (msg {label})" for path, label in list(found.artifacts.items())[-40:]]
         decisions = [_one_line(t, 300) for t in found.assistant_texts[-6:-1]]
@@ -130,7 +146,7 @@ class DeterministicSummarizer:
             f"## Current state\n{current}",
             _section("Next steps", found.next_steps[-10:]),
         ]
-        latest_section = f"## Latest user request\n{elide_middle(latest, 4_000)}"
+        latest_section = f"{_LATEST_HEADING}{elide_middle(latest, 4_000)}"
         header = f"Summary of {len(request.messages)} messages (extracted without a model)."
         if request.focus:
             header += f" Focus: {_one_line(request.focus, 200)}"

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage
 from .._render import render_message
 from .._tokens import CHARS_PER_TOKEN
 from .._windows import resolve_max_tokens
-from ._deterministic import latest_user_request
+from ._deterministic import latest_request_from_summary, latest_user_request
 from ._protocol import SummarizerError, SummaryRequest
 from ._template import DEFAULT_SUMMARY_PROMPT, SUMMARIZER_INSTRUCTIONS, fill_template, validate_template
 
@@ -92,7 +92,12 @@ class LLMSummarizer:
 
     async def summarize(self, request: SummaryRequest) -> str:
         budget_chars = self.input_budget_tokens() * CHARS_PER_TOKEN
-        latest = request.latest_user_request or latest_user_request(request.messages) or ""
+        latest = (
+            request.latest_user_request
+            or latest_user_request(request.messages)
+            or latest_request_from_summary(request.previous_summary)
+            or ""
+        )
         fixed = len(self.prompt_template) + len(latest) + len(request.focus or "") + 200
         # Room for the messages once the template, the request and a previous summary of modest size are in.
         room = max(budget_chars - fixed - min(len(request.previous_summary or ""), budget_chars // 4), 2_000)
