@@ -7,17 +7,22 @@ The processing order of the toolkit (the spine):
 PatchToolCalls -> EvictionProcessor -> user processors -> ContextManagerMiddleware (persist, count, compress).
 """
 
+from ._compaction import CompactionPlan, plan_compaction
 from ._counters import ProviderTokenCounter, TiktokenCounter, UsageAnchoredCounter
 from ._cutoff import find_safe_cutoff
 from ._events import (
+    CallbackFailed,
     CompactionCompleted,
+    CompactionFailed,
     CompactionSkipped,
     CompactionStarted,
     ContextEvent,
     EventCallback,
     LimitWarningIssued,
     SummarizerFallback,
+    ToolOutputTruncated,
     ToolResultsCleared,
+    UsageUpdated,
     WindowTrimmed,
 )
 from ._messages import (
@@ -44,12 +49,22 @@ from ._tokens import (
     estimate_message_tokens,
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from .context_manager import ContextManagerMiddleware, ContextUsage, Truncation, truncate_output, truncate_text
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
     LimitWarnerProcessor,
     SlidingWindowProcessor,
     SummarizationProcessor,
+)
+from .store import (
+    HistoryPage,
+    HistoryStore,
+    HistoryStoreError,
+    HistoryStoreLockedError,
+    JsonHistoryStore,
+    ensure_message_id,
+    new_message_id,
 )
 from .summarize import (
     DEFAULT_SUMMARY_PROMPT,
@@ -65,17 +80,27 @@ __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "MESSAGE_ID_KEY",
     "SUMMARY_METADATA_KEY",
+    "CallbackFailed",
     "ClearToolResultsProcessor",
     "CompactionCompleted",
+    "CompactionFailed",
+    "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
     "ContextEvent",
+    "ContextManagerMiddleware",
     "ContextSize",
+    "ContextUsage",
     "DeterministicSummarizer",
     "EventCallback",
+    "HistoryPage",
     "HistoryProblem",
     "HistoryProcessor",
+    "HistoryStore",
+    "HistoryStoreError",
+    "HistoryStoreLockedError",
     "IncrementalCounter",
+    "JsonHistoryStore",
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
@@ -91,21 +116,29 @@ __all__ = [
     "SummaryRequest",
     "TiktokenCounter",
     "TokenCounter",
+    "ToolOutputTruncated",
     "ToolPairIndex",
     "ToolResultsCleared",
+    "Truncation",
     "UsageAnchoredCounter",
+    "UsageUpdated",
     "WindowTrimmed",
     "async_count_tokens",
     "count_tokens_approximately",
+    "ensure_message_id",
     "estimate_message_tokens",
     "find_safe_cutoff",
     "get_message_id",
     "is_summary_message",
+    "new_message_id",
+    "plan_compaction",
     "render_message",
     "render_messages",
     "resolve_max_tokens",
     "summary_info",
     "summary_part",
+    "truncate_output",
+    "truncate_text",
     "validate_history",
 ]
 

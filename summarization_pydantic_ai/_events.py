@@ -13,14 +13,18 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 __all__ = [
+    "CallbackFailed",
     "CompactionCompleted",
+    "CompactionFailed",
     "CompactionSkipped",
     "CompactionStarted",
     "ContextEvent",
     "EventCallback",
     "LimitWarningIssued",
     "SummarizerFallback",
+    "ToolOutputTruncated",
     "ToolResultsCleared",
+    "UsageUpdated",
     "WindowTrimmed",
     "emit_event",
 ]
@@ -67,6 +71,51 @@ class SummarizerFallback:
 
 
 @dataclass(frozen=True)
+class CompactionFailed:
+    """A compaction could not be completed; the history was left exactly as it was."""
+
+    processor: str
+    error: str
+    tokens_before: int
+    messages_before: int
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class UsageUpdated:
+    """The context was measured before a model request."""
+
+    processor: str
+    pct: float
+    """A fraction: 0.4 means 40% of `max_tokens`."""
+    tokens: int
+    max_tokens: int
+    messages: int
+
+
+@dataclass(frozen=True)
+class ToolOutputTruncated:
+    """A tool output above the limit was cut to its head and tail lines."""
+
+    processor: str
+    tool_name: str
+    tool_call_id: str
+    tokens_before: int
+    tokens_after: int
+    lines_before: int
+    lines_kept: int
+
+
+@dataclass(frozen=True)
+class CallbackFailed:
+    """A user callback raised; it was logged and the run went on."""
+
+    processor: str
+    callback: str
+    error: str
+
+
+@dataclass(frozen=True)
 class CompactionSkipped:
     """A trigger fired but nothing could be summarized (the span was empty or only earlier summaries)."""
 
@@ -107,6 +156,10 @@ class LimitWarningIssued:
 ContextEvent: TypeAlias = (
     CompactionStarted
     | CompactionCompleted
+    | CompactionFailed
+    | UsageUpdated
+    | ToolOutputTruncated
+    | CallbackFailed
     | SummarizerFallback
     | CompactionSkipped
     | WindowTrimmed

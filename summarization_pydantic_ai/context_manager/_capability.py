@@ -1,0 +1,437 @@
+"""`ContextManagerMiddleware`: persist every message, count the context, compress it once per trigger crossing."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
+
+from .._compaction import assemble, build_summary_message, plan_compaction, summarize_with_fallback
+from .._events import (
+    CallbackFailed,
+    CompactionCompleted,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    EventCallback,
+    SummarizerFallback,
+    ToolOutputTruncated,
+    UsageUpdated,
+    emit_event,
+)
+from .._messages import SUMMARY_METADATA_KEY, get_message_id
+from .._sizes import Measure, normalize_keep
+from .._tokens import RequestInfo, TokenCounter, async_count_tokens, count_tokens_approximately
+from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from ..processors._base import RunInfo, measure, request_overhead_tokens
+from ..processors._summarization import check_counter, keep_message_counter, make_summarizer, new_problems
+from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
+from ..summarize import Summarizer, latest_user_request
+from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
+from ._truncate import truncate_output
+
+__all__ = ["ContextManagerMiddleware"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+PathSource = str | os.PathLike[str] | Callable[[RunContext[Any]], "str | os.PathLike[str] | None"] | None
+UsageCallback = Callable[[float, int, int], Awaitable[None] | None]
+BeforeCompressCallback = Callable[[list[ModelMessage], int], Awaitable[None] | None]
+AfterCompressCallback = Callable[[list[ModelMessage]], Awaitable[str | None] | str | None]
+
+_NAME = "ContextManagerMiddleware"
+_MIN_TOOL_OUTPUT_TOKENS = 64
+
+
+@dataclass
+class ContextManagerMiddleware(AbstractCapability[Any]):
+    """Keep every message in a history file while the working context stays under the model's window.
+
+    Before each model request it records the new messages (with stable ids) in the history store, measures the
+    request (messages, instructions, tools), reports usage, and when the measure reaches
+    `compress_threshold` of the budget, summarizes the old part of the history once and writes the result into
+    the run's history. Tool outputs above `max_tool_output_tokens` are cut to head and tail lines as they are
+    produced. A request the provider rejects as too long is compacted and retried.
+
+    Also usable as a plain history processor: `await middleware(messages)` or `ProcessHistory(middleware)`.
+
+    Example:
+        ```python
+        middleware = ContextManagerMiddleware(messages_path='.sessions/demo/messages.json')
+        agent = Agent('openai:gpt-4.1', capabilities=[middleware])
+        ```
+    """
+
+    max_tokens: int | None = None
+    """The context window; default: from `model_name` or the run's model (genai-prices), else 200,000 (reported)."""
+    model_name: str | None = None
+    compress_threshold: float = 0.9
+    """Compress when the request reaches this fraction of the budget."""
+    keep: Any = ("messages", 0)
+    """What survives a compression besides the summary: 0 keeps only the in-flight exchange."""
+    summarization_model: Any = "openai:gpt-4.1-mini"
+    """A model name, a pydantic-ai `Model`, a `Summarizer`, or `None` for the deterministic summarizer."""
+    token_counter: TokenCounter = count_tokens_approximately
+    messages_path: PathSource = None
+    """Where messages.json lives: a path, or a function of the `RunContext` returning one (one file per session)."""
+    max_tool_output_tokens: int | None = None
+    on_usage_update: UsageCallback | None = None
+    """Called as `(pct, current, max)` before each request; `pct` is a fraction (0.4 means 40%)."""
+    on_before_compress: BeforeCompressCallback | None = None
+    """Called as `(messages, cutoff_index)` before a compression."""
+    on_after_compress: AfterCompressCallback | None = None
+    """Called with the compressed history; a returned string is re-injected after the summary."""
+    event_callback: EventCallback | None = None
+    history_store: HistoryStore | None = None
+    """A store to use instead of `messages_path` (any `HistoryStore`)."""
+    reserve_output_tokens: int = 0
+    summary_timeout: float | None = 120.0
+    prompt_template: str | None = None
+    fsync: bool = False
+    """fsync every append (survives power loss, not just a killed process); slower."""
+    _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
+    _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
+    _summarizer: Summarizer = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.compress_threshold <= 1:
+            raise ValueError(f"compress_threshold must be in (0, 1], got {self.compress_threshold!r}")
+        self._keep = normalize_keep(self.keep)
+        check_counter(self.token_counter)
+        if self.max_tokens is not None and self.max_tokens <= self.reserve_output_tokens:
+            raise ValueError("max_tokens must be larger than reserve_output_tokens")
+        if self.reserve_output_tokens < 0:
+            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+        if self.max_tool_output_tokens is not None and self.max_tool_output_tokens < _MIN_TOOL_OUTPUT_TOKENS:
+            raise ValueError(f"max_tool_output_tokens must be at least {_MIN_TOOL_OUTPUT_TOKENS}")
+        if self.history_store is not None and self.messages_path is not None:
+            raise ValueError("pass either messages_path or history_store, not both")
+        self._summarizer = make_summarizer(
+            self.summarization_model, prompt_template=self.prompt_template, timeout=self.summary_timeout
+        )
+
+    # -- public API ----------------------------------------------------------------------------------------------
+
+    @property
+    def compression_count(self) -> int:
+        """Compactions performed through this instance, all runs together."""
+        return self._shared.compression_count
+
+    @property
+    def usage(self) -> ContextUsage | None:
+        """The latest measurement (before the latest model request of any run), for `/context`."""
+        return self._shared.last_usage
+
+    @property
+    def store(self) -> HistoryStore | None:
+        """The history store in use (`None` without one, or when `messages_path` depends on the run)."""
+        return self._static_store()
+
+    def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
+        """The store of one session's file (the very instance this middleware writes)."""
+        return JsonHistoryStore.open(path, fsync=self.fsync)
+
+    def request_compact(self, focus: str | None = None) -> None:
+        """Compress at the next model request of a run using this instance (e.g. for `/compact`)."""
+        with self._shared.lock:
+            self._shared.pending_compacts.append(focus)
+
+    async def compact(self, messages: Sequence[ModelMessage], focus: str | None = None) -> list[ModelMessage]:
+        """Compress now, also outside a run; records the messages and returns the new working history."""
+        messages = list(messages)
+        store = self._static_store()
+        await record_new_messages(RunState(), messages, store)
+        budget, _ = self._budget(None)
+        size = await measure(messages, self.token_counter, None, budget, None)
+        return await self._compress(messages, size, budget, focus, store, None)
+
+    async def read_history(
+        self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
+    ) -> HistoryPage:
+        """The original messages from `start_id` to `end_id` (inclusive), verbatim and paged."""
+        store = self._static_store()
+        if store is None:
+            raise HistoryStoreError("no history store: set messages_path (a path) or history_store")
+        return await store.read(start_id, end_id, offset=offset, limit=limit)
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """Plain history-processor form: record, measure and compress without a run context."""
+        state = self._run or RunState()
+        return await self._process(messages, state, None, None, self._static_store())
+
+    # -- capability hooks ----------------------------------------------------------------------------------------
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
+        clone = replace(self)
+        clone._run = RunState()
+        return clone
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        state = self._run or RunState()
+        info = RequestInfo(
+            model=request_context.model,
+            model_settings=request_context.model_settings,
+            model_request_parameters=request_context.model_request_parameters,
+            overhead_tokens=request_overhead_tokens(request_context),
+        )
+        messages = request_context.messages
+        result = await self._process(messages, state, RunInfo(ctx, info), ctx, self._store_for_run(ctx))
+        if result is not messages:
+            ctx.messages[:] = result
+            request_context.messages = list(result)
+        return request_context
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        state = self._run
+        if state is not None and state.retry_messages is not None:
+            request_context.messages = list(state.retry_messages)
+            state.retry_messages = None
+        return request_context
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
+    ) -> ModelResponse:
+        ensure_message_id(response)
+        store = self._store_for_run(ctx)
+        if store is not None:
+            await store.append([response])
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        state = self._run
+        if not isinstance(error, ModelContextWindowExceededError) or state is None or state.overflow_retries >= 2:
+            raise error
+        state.overflow_retries += 1
+        messages = list(ctx.messages)
+        budget, _ = self._budget(request_context.model)
+        size = await measure(messages, self.token_counter, None, budget, None)
+        result = await self._compress(messages, size, budget, None, self._store_for_run(ctx), ctx)
+        if result is messages:
+            raise error
+        ctx.messages[:] = result
+        state.retry_messages = list(result)
+        state.mark_recorded(result)
+        raise RetryModelRequest()
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
+    ) -> Any:
+        if self.max_tool_output_tokens is None:
+            return result
+        truncated, cut = truncate_output(result, self.max_tool_output_tokens)
+        if cut is not None:
+            event = ToolOutputTruncated(
+                _NAME,
+                call.tool_name,
+                call.tool_call_id,
+                cut.tokens_before,
+                cut.tokens_after,
+                cut.lines_before,
+                cut.lines_kept,
+            )
+            await emit_event(self.event_callback, event)
+        return truncated
+
+    async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
+        state = self._run or RunState()
+        await record_new_messages(state, result.all_messages(), self._store_for_run(ctx))
+        return result
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _static_store(self) -> HistoryStore | None:
+        if self.history_store is not None:
+            return self.history_store
+        if self.messages_path is None or callable(self.messages_path):
+            return None
+        return JsonHistoryStore.open(self.messages_path, fsync=self.fsync)
+
+    def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
+        if callable(self.messages_path):
+            path = self.messages_path(ctx)
+            return JsonHistoryStore.open(path, fsync=self.fsync) if path is not None else None
+        return self._static_store()
+
+    def _budget(self, model: Any) -> tuple[int, str]:
+        """(budget, source): the window minus the output reserve, and where the window came from."""
+        window, source = self.max_tokens, "explicit"
+        if window is None and self.model_name:
+            window, source = resolve_max_tokens(self.model_name), "model"
+        if window is None and model is not None:
+            window, source = getattr(model, "context_window", None) or resolve_max_tokens(model), "model"
+        if window is None:
+            window, source = DEFAULT_MAX_TOKENS, "default"
+        return max(window - self.reserve_output_tokens, 1), source
+
+    async def _process(
+        self,
+        messages: list[ModelMessage],
+        state: RunState,
+        run: RunInfo | None,
+        ctx: RunContext[Any] | None,
+        store: HistoryStore | None,
+    ) -> list[ModelMessage]:
+        await record_new_messages(state, messages, store)
+        budget, source = self._budget(run.request.model if run else None)
+        threshold_tokens = int(self.compress_threshold * budget)
+        size = await measure(messages, self.token_counter, run, budget, threshold_tokens)
+        await self._report_usage(size, budget, source, store)
+        pending = self._shared.take_pending()
+        over = size.tokens >= threshold_tokens
+        if not over:
+            state.armed = True
+        if pending is NO_FOCUS and not (over and state.armed):
+            return messages
+        focus = pending if isinstance(pending, str) else None
+        result = await self._compress(messages, size, budget, focus, store, ctx)
+        if over:
+            state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
+        if result is not messages:
+            state.mark_recorded(result)
+        return result
+
+    async def _report_usage(self, size: Measure, budget: int, source: str, store: HistoryStore | None) -> None:
+        usage = ContextUsage(
+            tokens=size.tokens,
+            max_tokens=budget,
+            threshold=self.compress_threshold,
+            messages=size.messages,
+            compressions=self._shared.compression_count,
+            history_bytes=store.size_bytes() if store is not None else None,
+            max_tokens_source=source,
+        )
+        self._shared.last_usage = usage
+        await emit_event(self.event_callback, UsageUpdated(_NAME, usage.pct, size.tokens, budget, size.messages))
+        _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
+        if error:
+            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_usage_update", error))
+
+    async def _compress(  # noqa: PLR0917
+        self,
+        messages: list[ModelMessage],
+        size: Measure,
+        budget: int,
+        focus: str | None,
+        store: HistoryStore | None,
+        ctx: RunContext[Any] | None,
+    ) -> list[ModelMessage]:
+        started = time.perf_counter()
+        span = ctx.tracer.start_as_current_span("context_manager.compress") if ctx is not None else nullcontext(None)
+        with span as otel_span:
+            try:
+                result = await self._compress_inner(messages, size, budget, focus, store)
+            except Exception as exc:
+                logger.exception("compression failed; the history is left as it was")
+                error = f"{type(exc).__name__}: {exc}"
+                event = CompactionFailed(_NAME, error, size.tokens, size.messages, time.perf_counter() - started)
+                await emit_event(self.event_callback, event)
+                if otel_span is not None:
+                    otel_span.set_attribute("context_manager.error", error)
+                return messages
+            if otel_span is not None:
+                otel_span.set_attribute("context_manager.tokens_before", size.tokens)
+                otel_span.set_attribute("context_manager.messages_before", size.messages)
+                otel_span.set_attribute("context_manager.messages_after", len(result))
+            return result
+
+    async def _compress_inner(
+        self,
+        messages: list[ModelMessage],
+        size: Measure,
+        budget: int,
+        focus: str | None,
+        store: HistoryStore | None,
+    ) -> list[ModelMessage]:
+        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
+        plan = plan_compaction(messages, self._keep, max_tokens=budget, message_tokens=keep_counter)
+        if plan is None:
+            await emit_event(
+                self.event_callback, CompactionSkipped(_NAME, "nothing new to summarize", size.tokens, size.messages)
+            )
+            return messages
+        _, error = await call_callback("on_before_compress", self.on_before_compress, list(messages), plan.cutoff)
+        if error:
+            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_before_compress", error))
+        await emit_event(
+            self.event_callback, CompactionStarted(_NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
+        )
+        outcome = await summarize_with_fallback(
+            plan, self._summarizer, focus=focus, latest_request=latest_user_request(messages), first_index=plan.head_end
+        )
+        model = getattr(self._summarizer, "model_name", None)
+        if outcome.fallback_reason:
+            await emit_event(self.event_callback, SummarizerFallback(_NAME, outcome.fallback_reason, model))
+        summary = build_summary_message(plan, outcome, focus=focus)
+        result = assemble(messages, plan, summary)
+        reinjected, error = await call_callback("on_after_compress", self.on_after_compress, list(result))
+        if error:
+            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_after_compress", error))
+        if isinstance(reinjected, str) and reinjected.strip():
+            summary = replace(summary, parts=[*summary.parts, SystemPromptPart(reinjected)])
+            result = assemble(messages, plan, summary)
+        problems = new_problems(messages, result)
+        if problems:
+            raise RuntimeError(f"the compacted history would be invalid: {problems}")
+        derived = self._link_summary(result, summary, plan.system_head, messages[plan.cutoff :])
+        if store is not None:
+            await store.append(derived)
+        with self._shared.lock:
+            self._shared.compression_count += 1
+        tokens_after = await async_count_tokens(self.token_counter, result)
+        completed = CompactionCompleted(
+            processor=_NAME,
+            messages_before=len(messages),
+            messages_after=len(result),
+            tokens_before=size.tokens,
+            tokens_after=tokens_after,
+            cutoff=plan.cutoff,
+            summarized_messages=len(plan.span),
+            duration_s=outcome.duration_s,
+            summarizer=outcome.summarizer,
+            model=model,
+            fallback_reason=outcome.fallback_reason,
+        )
+        await emit_event(self.event_callback, completed)
+        return result
+
+    @staticmethod
+    def _link_summary(
+        result: list[ModelMessage],
+        summary: ModelRequest,
+        system_head: ModelRequest | None,
+        tail: Sequence[ModelMessage],
+    ) -> list[ModelMessage]:
+        """Give the new messages ids and record in the summary what the working context was around it."""
+        new: list[ModelMessage] = []
+        if system_head is not None:
+            ensure_message_id(system_head)
+            system_head.metadata = {**(system_head.metadata or {}), "summarization_pydantic_ai.derived": True}
+            new.append(system_head)
+        ensure_message_id(summary)
+        position = next(i for i, m in enumerate(result) if m is summary)
+        info = summary.parts[0].metadata[SUMMARY_METADATA_KEY]  # type: ignore[union-attr]
+        info["working_before"] = [get_message_id(m) for m in result[:position]]
+        info["working_after"] = [get_message_id(m) for m in tail]
+        new.append(summary)
+        return new

@@ -1,0 +1,96 @@
+"""The `HistoryStore` protocol: where every message of a conversation is kept, verbatim, forever."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic_ai.messages import ModelMessage
+
+from .._messages import MESSAGE_ID_KEY, get_message_id
+
+__all__ = [
+    "HistoryPage",
+    "HistoryStore",
+    "HistoryStoreError",
+    "HistoryStoreLockedError",
+    "ensure_message_id",
+    "new_message_id",
+]
+
+
+class HistoryStoreError(RuntimeError):
+    """A history store cannot do what was asked (bad id, unreadable file, missing message id)."""
+
+
+class HistoryStoreLockedError(HistoryStoreError):
+    """Another process is writing the same history file."""
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of original messages from [`HistoryStore.read`][summarization_pydantic_ai.HistoryStore.read]."""
+
+    messages: list[ModelMessage]
+    total: int
+    """How many messages the requested span holds in all."""
+    offset: int
+    next_offset: int | None
+    """Pass as `offset` to read the next page; `None` on the last page."""
+
+
+def new_message_id() -> str:
+    return uuid.uuid4().hex[:24]
+
+
+def ensure_message_id(message: ModelMessage) -> str:
+    """The message's stable id, assigned (in its `metadata`, under `MESSAGE_ID_KEY`) if it has none yet.
+
+    Ids are assigned when a message is first seen, before it is sent or committed, so the one metadata
+    assignment never changes something a provider or an instrumentation span already saw.
+    """
+    existing = get_message_id(message)
+    if existing:
+        return existing
+    message_id = new_message_id()
+    message.metadata = {**(message.metadata or {}), MESSAGE_ID_KEY: message_id}
+    return message_id
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """The full, uncompressed history of one conversation, keyed by stable message ids.
+
+    Every message is recorded once, in order; summaries are records too (their metadata lists the ids they
+    replaced). `load()` returns the working context to resume from; `read()` returns originals verbatim.
+    """
+
+    @property
+    def path(self) -> Path | None: ...
+
+    async def append(self, messages: Sequence[ModelMessage]) -> int:
+        """Record the messages not recorded yet (each must carry an id); returns how many were new."""
+        ...
+
+    def __contains__(self, message_id: object) -> bool: ...
+
+    async def load(self) -> list[ModelMessage]:
+        """The working context: the latest summary with what it kept, plus every message after it."""
+        ...
+
+    async def load_all(self) -> list[ModelMessage]:
+        """Every record, in order (messages and summaries)."""
+        ...
+
+    async def read(
+        self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
+    ) -> HistoryPage:
+        """The original messages from `start_id` to `end_id` (inclusive, in recorded order), paged."""
+        ...
+
+    def size_bytes(self) -> int: ...
+
+    def __len__(self) -> int: ...
