@@ -14,7 +14,8 @@ import math
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import is_
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic_ai.messages import (
@@ -135,19 +136,67 @@ _CHECKPOINT_SPREAD = 16
 _MAX_STATES = 32
 
 
-@dataclass
+def _checkpoints(messages: Sequence[ModelMessage]) -> list[tuple[int, ModelMessage]]:  # pyright: ignore[reportUnusedFunction]
+    """The last 16 positions and 16 spread over the history, with their messages, in position order (the
+    summary scan of `UsageAnchoredCounter` uses it)."""
+    n = len(messages)
+    tail_start = max(0, n - _CHECKPOINT_TAIL)
+    step = max(1, n // _CHECKPOINT_SPREAD)
+    return [(i, messages[i]) for i in (*range(0, tail_start, step), *range(tail_start, n))]
+
+
+def _spread_step(length: int) -> int:
+    """The largest power of two <= length / 16 (at least 1): 16 to 32 spread positions, multiples of the step.
+
+    A power of two keeps the sample stable as the history grows: the step only ever doubles, and the positions
+    of a doubled step are a subset of the previous ones, so a grown history reuses its sample."""
+    return 1 << max(0, (length // _CHECKPOINT_SPREAD).bit_length() - 1)
+
+
+def _sample(messages: Sequence[ModelMessage], start: int, stop: int, step: int = 1) -> tuple[ModelMessage, ...]:
+    if isinstance(messages, list | tuple):
+        return tuple(messages[start:stop:step])
+    return tuple(messages[i] for i in range(start, stop, step))
+
+
+@dataclass(frozen=True, eq=False)
 class _PrefixState:
+    """The total of a history of `length` messages and a bounded sample of its message identities: the last
+    16 (`tail`) and every `step`-th from the start (`spread`, 16 to 32 messages)."""
+
     length: int
     total: int
-    checkpoints: list[tuple[int, ModelMessage]]
+    step: int
+    spread: tuple[ModelMessage, ...]
+    tail: tuple[ModelMessage, ...]
 
+    @classmethod
+    def build(cls, messages: Sequence[ModelMessage], total: int) -> _PrefixState:
+        n = len(messages)
+        step = _spread_step(n)
+        return cls(n, total, step, _sample(messages, 0, n, step), _sample(messages, max(0, n - _CHECKPOINT_TAIL), n))
 
-def _checkpoints(messages: Sequence[ModelMessage]) -> list[tuple[int, ModelMessage]]:
-    n = len(messages)
-    positions = set(range(max(0, n - _CHECKPOINT_TAIL), n))
-    step = max(1, n // _CHECKPOINT_SPREAD)
-    positions.update(range(0, n, step))
-    return [(i, messages[i]) for i in sorted(positions)]
+    def matches(self, messages: Sequence[ModelMessage]) -> bool:
+        """Whether `messages` starts with the sampled identities of this state's history."""
+        n = self.length
+        if len(messages) < n:
+            return False
+        tail = _sample(messages, n - len(self.tail), n)
+        return all(map(is_, tail, self.tail)) and all(map(is_, _sample(messages, 0, n, self.step), self.spread))
+
+    def grown(self, messages: Sequence[ModelMessage], total: int) -> _PrefixState:
+        """The state of `messages`, a history that starts with this state's (already checked). Cost O(new
+        messages): the spread sample is reused (halved when its step doubles) and extended at the end."""
+        n, old = len(messages), self.length
+        if n == old:
+            return self if total == self.total else replace(self, total=total)
+        step, spread = _spread_step(n), self.spread
+        if step != self.step:
+            spread = spread[:: step // self.step]
+        first_new = -(-old // step) * step  # the first multiple of step at or after the old length
+        if first_new < n:
+            spread += _sample(messages, first_new, n, step)
+        return _PrefixState(n, total, step, spread, _sample(messages, max(0, n - _CHECKPOINT_TAIL), n))
 
 
 @dataclass(eq=False)
@@ -156,8 +205,8 @@ class IncrementalCounter:
 
     A history seen before (same first message) that grew at the end is counted from the previous total plus the
     new messages only. The previous prefix is checked against a bounded sample of message identities (the last
-    16 and 16 spread over the history); use [`count`][summarization_pydantic_ai.IncrementalCounter.count] with
-    `verify=True` for a full identity check, which the processors do when an estimate comes near a trigger.
+    16 and 16 to 32 spread over the history); use [`count`][summarization_pydantic_ai.IncrementalCounter.count]
+    with `verify=True` for a full identity check, which the processors do when an estimate comes near a trigger.
 
     Example:
         ```python
@@ -180,17 +229,19 @@ class IncrementalCounter:
         return self._cache.get_or_compute(message, self.message_tokens)
 
     def count(self, messages: Sequence[ModelMessage], *, verify: bool = False) -> int:
-        if not messages:
+        n = len(messages)
+        if not n:
             return 0
         key = id(messages[0])
         with self._lock:
             state = self._states.get(key)
-        start, total = 0, 0
-        if state is not None and self._prefix_matches(state, messages, verify):
-            start, total = state.length, state.total
         count_message = self.count_message
-        total += sum(count_message(m) for m in messages[start:])
-        new_state = _PrefixState(len(messages), total, _checkpoints(messages))
+        if state is not None and self._prefix_matches(state, messages, verify):
+            total = state.total + sum(count_message(messages[i]) for i in range(state.length, n))
+            new_state = state.grown(messages, total)
+        else:
+            total = sum(count_message(m) for m in messages)
+            new_state = _PrefixState.build(messages, total)
         with self._lock:
             self._states.pop(key, None)
             self._states[key] = new_state
@@ -199,7 +250,7 @@ class IncrementalCounter:
         return total
 
     def _prefix_matches(self, state: _PrefixState, messages: Sequence[ModelMessage], verify: bool) -> bool:
-        if len(messages) < state.length or not all(messages[i] is m for i, m in state.checkpoints):
+        if not state.matches(messages):
             return False
         if not verify:
             return True

@@ -61,7 +61,7 @@ class HistoryProcessor(AbstractCapability[Any]):
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         # No defensive copy (O(n) per call): `process` never mutates its input. pydantic-ai hands every history
         # processor a fresh copy of the history and copies the result again.
-        return await self.process(messages if isinstance(messages, list) else list(messages), None)
+        return await self.process(messages if type(messages) is list else list(messages), None)
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         raise NotImplementedError

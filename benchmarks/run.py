@@ -1,0 +1,512 @@
+"""Steady-state cost of one history-processor call on long histories.
+
+Run from the repository root:
+
+    python benchmarks/run.py          # 1,000 / 10,000 / 50,000 messages, 200 timed calls each
+    python benchmarks/run.py --quick  # same sizes, 30 timed calls each
+
+The results are printed and written to `docs/benchmarks.md` (overwritten; `--output PATH` to change,
+`--no-write` to skip). `--check` exits with status 1 when a target is missed.
+
+What is measured (issue 2, acceptance "Benchmark"): one plain call `await processor(messages)` on a history
+below the trigger, after the history grew by 2 messages (a response and a request) since the previous call.
+Target: under 1 ms at 10,000 messages, and a cost that does not grow with the history (50k / 1k median
+ratio under 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from summarization_pydantic_ai import (
+    SlidingWindowProcessor,
+    SummarizationProcessor,
+    count_tokens_approximately,
+    find_safe_cutoff,
+    validate_history,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
+
+SIZES = (1_000, 10_000, 50_000)
+TARGET_SIZE = 10_000
+TARGET_MEDIAN_S = 1e-3
+TARGET_RATIO = 2.0
+PAIRS_PER_PROMPT = 10  # a new user prompt every ~20 messages
+RETURN_CHARS = 2_048
+
+_CODE_LINES = [
+    "def handler_{i}_{j}(request, *, retries=3):",
+    "    payload = request.json().get('items', [])  # item {j}",
+    "    for attempt in range(retries):",
+    "        result = process_batch(payload, attempt=attempt, tag='t{i}')",
+    "        if result.ok:",
+    "            return result.value",
+    "    raise RuntimeError(f'batch {i}.{j} failed after {{retries}} attempts')",
+    "",
+]
+
+
+def _tool_output(i: int) -> str:
+    """About 2 KB of source-like text, distinct for every call."""
+    lines = [f"# src/service/module_{i}.py (lines 1-200)"]
+    j = 0
+    while sum(len(line) + 1 for line in lines) < RETURN_CHARS:
+        lines.extend(line.format(i=i, j=j) for line in _CODE_LINES)
+        j += 1
+    return "\n".join(lines)[:RETURN_CHARS]
+
+
+def message_stream() -> Iterator[ModelMessage]:
+    """An endless, realistic agent history: system prompt + user prompt, then (response, request) pairs.
+
+    Most pairs are a tool call (`read_file` with dict args, the text that announces it) answered by a ~2 KB
+    tool return; every `PAIRS_PER_PROMPT`-th pair is a plain text answer followed by a new user prompt.
+    """
+    yield ModelRequest(
+        parts=[
+            SystemPromptPart("You are a careful coding assistant. Read files before changing them."),
+            UserPromptPart("Task 0: find why the batch handlers fail under load and propose a fix."),
+        ]
+    )
+    pair = 0
+    while True:
+        pair += 1
+        if pair % PAIRS_PER_PROMPT == 0:
+            task = pair // PAIRS_PER_PROMPT
+            yield ModelResponse(
+                parts=[TextPart(f"Summary of step {task}: the retry loop in module_{pair} swallows the error. " * 3)]
+            )
+            yield ModelRequest(parts=[UserPromptPart(f"Task {task}: now apply the same fix to the next module.")])
+        else:
+            call_id = f"call_{pair:08d}"
+            yield ModelResponse(
+                parts=[
+                    TextPart(f"Let me read module_{pair} to check the retry logic."),
+                    ToolCallPart(
+                        "read_file",
+                        {"path": f"src/service/module_{pair}.py", "start": 1, "end": 200},
+                        tool_call_id=call_id,
+                    ),
+                ]
+            )
+            yield ModelRequest(parts=[ToolReturnPart("read_file", _tool_output(pair), tool_call_id=call_id)])
+
+
+def build_history(size: int) -> tuple[list[ModelMessage], Iterator[ModelMessage]]:
+    """A valid history of `size + 1` messages (it starts with one request and grows by pairs, so it ends with a
+    request as a history about to be sent does) and the stream that continues it."""
+    stream = message_stream()
+    history = [next(stream) for _ in range(size + 1)]
+    return history, stream
+
+
+Call = Callable[[list[ModelMessage]], Awaitable[object]]
+
+
+def _sync(fn: Callable[[list[ModelMessage]], object]) -> Call:
+    async def call(messages: list[ModelMessage]) -> object:
+        return fn(messages)
+
+    return call
+
+
+def subjects(size: int) -> dict[str, Call]:
+    """Fresh processors for one history size (the triggers are far above what the history reaches)."""
+    summarization = SummarizationProcessor(model=None, trigger=("tokens", 10**12), keep=10)
+    sliding = SlidingWindowProcessor(trigger=("messages", size * 10), keep=10)
+    return {
+        "SummarizationProcessor": summarization,
+        "SlidingWindowProcessor": sliding,
+        "count_tokens_approximately": _sync(count_tokens_approximately),
+    }
+
+
+@dataclass
+class Timing:
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, max(0, round(0.9 * len(ordered)) - 1))]
+
+
+@dataclass
+class Row:
+    subject: str
+    size: int
+    cold_s: float
+    steady: Timing
+    """Calls on the grown history itself (the target is checked on these)."""
+    after_copy: Timing
+    """Calls on a copy of the grown history made just before (not timed), as pydantic-ai passes it."""
+
+
+BATCH = 10
+"""Timed calls in a row on one history before the next size gets its turn."""
+
+
+async def _timed_batch(
+    call: Call,
+    history: list[ModelMessage],
+    stream: Iterator[ModelMessage],
+    iterations: int,
+    samples: list[float],
+    *,
+    copy: bool,
+) -> None:
+    """`iterations` timed calls, after one untimed call that settles the caches after the previous batch."""
+    for i in range(iterations + 1):
+        history.append(next(stream))
+        history.append(next(stream))
+        batch = list(history) if copy else history
+        start = time.perf_counter()
+        await call(batch)
+        elapsed = time.perf_counter() - start
+        if i:
+            samples.append(elapsed)
+
+
+async def measure_subject(name: str, iterations: int) -> list[Row]:
+    """One subject at every size: the cold first call, then `iterations` timed calls of each kind, each after
+    the history grew by one response and one request. Calls on the history itself and calls on a fresh copy of
+    it (made untimed before each call, as pydantic-ai does before every request) alternate in batches of
+    `BATCH`, and the sizes take turns, so a burst of load on a shared machine hits every size alike.
+    Only the awaited call is timed; the garbage collector is paused meanwhile, as `timeit` does."""
+    histories = {size: build_history(size) for size in SIZES}
+    calls = {size: subjects(size)[name] for size in SIZES}
+    cold: dict[int, float] = {}
+    steady: dict[int, list[float]] = {size: [] for size in SIZES}
+    after_copy: dict[int, list[float]] = {size: [] for size in SIZES}
+    gc.collect()
+    gc.disable()
+    try:
+        for size, (history, _) in histories.items():
+            start = time.perf_counter()
+            await calls[size](history)
+            cold[size] = time.perf_counter() - start
+        done = 0
+        while done < iterations:
+            batch = min(BATCH, iterations - done)
+            for size, (history, stream) in histories.items():
+                await _timed_batch(calls[size], history, stream, batch, steady[size], copy=False)
+                await _timed_batch(calls[size], history, stream, batch, after_copy[size], copy=True)
+            done += batch
+    finally:
+        gc.enable()
+    del histories
+    gc.collect()
+    return [Row(name, size, cold[size], Timing(steady[size]), Timing(after_copy[size])) for size in SIZES]
+
+
+def measure_reference(size: int, repeats: int) -> dict[str, Timing]:
+    """O(n) work that runs only when a compaction happens: the pair-safe cutoff and the history validation."""
+    history, _ = build_history(size)
+    results: dict[str, list[float]] = {"find_safe_cutoff": [], "validate_history": []}
+    functions: dict[str, Callable[[Sequence[ModelMessage]], object]] = {
+        "find_safe_cutoff": lambda m: find_safe_cutoff(m, 10),
+        "validate_history": validate_history,
+    }
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in functions.items():
+                start = time.perf_counter()
+                fn(history)
+                results[name].append(time.perf_counter() - start)
+    finally:
+        gc.enable()
+    del history
+    gc.collect()
+    return {name: Timing(samples) for name, samples in results.items()}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _cores() -> str:
+    import os
+
+    logical = os.cpu_count()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = logical
+    return f"{usable} usable / {logical} logical"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:,.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:,.2f} ms"
+    return f"{seconds:,.2f} s"
+
+
+@dataclass
+class Verdict:
+    subject: str
+    median_10k: float
+    ratio: float
+    median_10k_after_copy: float
+    ratio_after_copy: float
+
+    @property
+    def time_ok(self) -> bool:
+        return self.median_10k < TARGET_MEDIAN_S
+
+    @property
+    def ratio_ok(self) -> bool:
+        return self.ratio < TARGET_RATIO
+
+    @property
+    def ok(self) -> bool:
+        return self.time_ok and self.ratio_ok
+
+
+def verdicts(rows: list[Row]) -> list[Verdict]:
+    by_key = {(r.subject, r.size): r for r in rows}
+    result: list[Verdict] = []
+    for subject in dict.fromkeys(r.subject for r in rows):
+        small, target, large = (by_key[(subject, size)] for size in (min(SIZES), TARGET_SIZE, max(SIZES)))
+        result.append(
+            Verdict(
+                subject,
+                target.steady.median,
+                large.steady.median / small.steady.median,
+                target.after_copy.median,
+                large.after_copy.median / small.after_copy.median,
+            )
+        )
+    return result
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def _target_lines(rows: list[Row]) -> list[str]:
+    checks = verdicts(rows)
+    big, small = f"{max(SIZES) // 1000}k", f"{min(SIZES) // 1000}k"
+    lines = [
+        "## Targets",
+        "",
+        f"- One call on a history of {TARGET_SIZE:,} messages that grew by 2 messages since the previous call "
+        f"takes less than {fmt_time(TARGET_MEDIAN_S)} (median).",
+        f"- The cost does not grow with the history: the median at {max(SIZES):,} messages over the median at "
+        f"{min(SIZES):,} messages is below {TARGET_RATIO:g}.",
+        "",
+        f"**Result: {'all targets met' if all(v.ok for v in checks) else 'targets NOT met'}.**",
+        "",
+        f"| Subject | Median at {TARGET_SIZE:,} | < {fmt_time(TARGET_MEDIAN_S)} | Ratio {big} / {small} "
+        f"| < {TARGET_RATIO:g} | After a copy: median at {TARGET_SIZE:,} | After a copy: ratio {big} / {small} |",
+        "|---|---:|:-:|---:|:-:|---:|---:|",
+    ]
+    lines += [
+        f"| `{v.subject}` | {fmt_time(v.median_10k)} | {_yes(v.time_ok)} | {v.ratio:.2f} | {_yes(v.ratio_ok)} "
+        f"| {fmt_time(v.median_10k_after_copy)} | {v.ratio_after_copy:.2f} |"
+        for v in checks
+    ]
+    lines += [
+        "",
+        "The targets are checked on calls on the grown history itself. The last two columns time the same call "
+        "when the caller copied the history just before it, as pydantic-ai does before every request: the call "
+        "does the same work, but the caller's copy (O(n); not timed, not part of the processor) has just pushed "
+        "the processor's data out of the CPU caches, so on long histories the call waits on memory longer.",
+        "",
+        "## Why a call below the trigger does not grow with the history",
+        "",
+        "- Token counts are cached per message (by identity), and the total of the history seen last is kept "
+        "with a bounded sample of its message identities (the last 16, and every k-th from the start for a "
+        "power of two k: 16 to 32 of them). A history that starts with the same sampled messages and grew at "
+        "the end is counted from that total plus the new messages; the sample itself is carried over, not "
+        "rebuilt. Near a token trigger the processors re-check the whole prefix (`verify=True`) before acting.",
+        "- The processors do not copy the history they are given (they never modify it, and return the same "
+        "list when nothing changes).",
+        "- Pair-safe cutoffs and history validation are O(n), but run only when a compaction happens (below).",
+        "",
+    ]
+    return lines
+
+
+def render_markdown(
+    rows: list[Row], references: dict[int, dict[str, Timing]], args: argparse.Namespace, elapsed: float
+) -> str:
+    mode = "quick (`--quick`)" if args.quick else "full"
+    lines = [
+        "# Benchmarks",
+        "",
+        "The cost of one history-processor call on a long history, measured by `benchmarks/run.py`.",
+        "This page is generated: run `python benchmarks/run.py` from the repository root to refresh it.",
+        "",
+        *_target_lines(rows),
+        "## Steady state: one call after the history grew by 2 messages",
+        "",
+        "| Subject | History | Median | p90 | After a copy: median | After a copy: p90 | Cold first call |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| `{r.subject}` | {r.size:,} | {fmt_time(r.steady.median)} | {fmt_time(r.steady.p90)} | "
+        f"{fmt_time(r.after_copy.median)} | {fmt_time(r.after_copy.p90)} | {fmt_time(r.cold_s)} |"
+        for r in rows
+    ]
+    lines += [
+        "",
+        "The cold first call counts every message once (the per-message cache is empty); later calls count "
+        "only the 2 new messages.",
+        "",
+        "## Reference: O(n) work done only when a compaction happens",
+        "",
+        "`find_safe_cutoff(messages, 10)` builds the tool-pair index over the whole history, and",
+        "`validate_history(messages)` checks every message. Neither runs on a call below the trigger.",
+        "",
+        "| Function | History | Median | p90 |",
+        "|---|---:|---:|---:|",
+    ]
+    for size, timings in references.items():
+        lines += [f"| `{name}` | {size:,} | {fmt_time(t.median)} | {fmt_time(t.p90)} |" for name, t in timings.items()]
+    lines += [
+        "",
+        "## Method",
+        "",
+        f"- Histories of {', '.join(f'{s:,}' for s in SIZES)} messages (plus one, so that they end with a "
+        "request): a first request with a system prompt and a user prompt, then (response, request) pairs. Most "
+        f"pairs are a text part plus a `ToolCallPart` with dict args, answered by a `ToolReturnPart` of "
+        f"{RETURN_CHARS:,} characters of source-like text; every {PAIRS_PER_PROMPT}th pair is a text answer and "
+        f"a new user prompt (a user prompt every ~{2 * PAIRS_PER_PROMPT} messages).",
+        "- Subjects: `SummarizationProcessor(model=None, trigger=('tokens', 10**12), keep=10)`, "
+        "`SlidingWindowProcessor(trigger=('messages', size * 10), keep=10)` (both far below their trigger, so "
+        "they return the history unchanged) and the bare `count_tokens_approximately`.",
+        "- For every subject, a fresh history of every size is built and a fresh processor created for each; the "
+        "first call on each is the cold call. Then, "
+        f"{args.iterations} times per size and kind: the history grows by one `ModelResponse` and one "
+        "`ModelRequest`, then one awaited call `await processor(messages)` is timed with `time.perf_counter` "
+        "inside one running event loop. Calls on the history itself and calls on a copy made just before the "
+        f"call (untimed, as pydantic-ai does) alternate in batches of {BATCH} (each after one untimed call), "
+        "and the sizes take turns, so that load from other processes hits every size alike.",
+        "- The garbage collector is paused while timing (as `timeit` does). Median and p90 (nearest rank) of the "
+        "timed calls are reported; the ratio is the median at the largest size over the median at the smallest.",
+        f"- The reference functions are timed {args.reference_repeats} times each per size on a fresh history.",
+        "- The machine may be shared with other work, so single calls can be slow outliers: compare medians.",
+        "",
+        "## Environment",
+        "",
+        f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- CPU: {_cpu_model()} ({_cores()} cores)",
+        f"- Python: {platform.python_implementation()} {platform.python_version()} ({sys.platform})",
+        f"- pydantic-ai-slim: {_version('pydantic-ai-slim')}; "
+        f"summarization-pydantic-ai: {_version('summarization-pydantic-ai')}",
+        f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind; total run time {elapsed:,.0f} s.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def print_results(rows: list[Row], references: dict[int, dict[str, Timing]]) -> None:
+    print(f"{'subject':<28} {'history':>8} {'median':>10} {'p90':>10} {'copy med':>10} {'copy p90':>10} {'cold':>10}")
+    for r in rows:
+        print(
+            f"{r.subject:<28} {r.size:>8,} {fmt_time(r.steady.median):>10} {fmt_time(r.steady.p90):>10} "
+            f"{fmt_time(r.after_copy.median):>10} {fmt_time(r.after_copy.p90):>10} {fmt_time(r.cold_s):>10}"
+        )
+    for size, timings in references.items():
+        for name, t in timings.items():
+            print(f"{name:<28} {size:>8,} {fmt_time(t.median):>10} {fmt_time(t.p90):>10}")
+    for v in verdicts(rows):
+        print(
+            f"{v.subject}: median@{TARGET_SIZE:,} {fmt_time(v.median_10k)} ({'ok' if v.time_ok else 'MISSED'}), "
+            f"ratio {v.ratio:.2f} ({'ok' if v.ratio_ok else 'MISSED'}); after a copy: "
+            f"median@{TARGET_SIZE:,} {fmt_time(v.median_10k_after_copy)}, ratio {v.ratio_after_copy:.2f}"
+        )
+
+
+async def run(args: argparse.Namespace) -> tuple[list[Row], dict[int, dict[str, Timing]]]:
+    rows: list[Row] = []
+    references: dict[int, dict[str, Timing]] = {}
+    for name in subjects(min(SIZES)):
+        measured = await measure_subject(name, args.iterations)
+        rows += measured
+        medians = ", ".join(f"{r.size:,}: {fmt_time(r.steady.median)}" for r in measured)
+        print(f"  {name}: {medians}", file=sys.stderr, flush=True)
+    rows.sort(key=lambda r: r.size)  # stable: subjects keep their order within a size
+    for size in SIZES:
+        references[size] = measure_reference(size, args.reference_repeats)
+    return rows, references
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer timed calls (30 instead of 200)")
+    parser.add_argument("--iterations", type=int, default=None, help="timed calls per size and subject")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="markdown file to write")
+    parser.add_argument("--no-write", action="store_true", help="print only; do not write the markdown file")
+    parser.add_argument("--check", action="store_true", help="exit with status 1 when a target is missed")
+    args = parser.parse_args(argv)
+    if args.iterations is None:
+        args.iterations = 30 if args.quick else 200
+    if args.iterations < 1:
+        parser.error("--iterations must be >= 1")
+    args.reference_repeats = 3 if args.quick else 15
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    rows, references = asyncio.run(run(args))
+    elapsed = time.perf_counter() - started
+    print_results(rows, references)
+    if not args.no_write:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(render_markdown(rows, references, args, elapsed), encoding="utf-8")
+        print(f"wrote {args.output}")
+    if args.check and not all(v.ok for v in verdicts(rows)):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
