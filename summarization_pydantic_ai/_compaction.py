@@ -73,13 +73,17 @@ def plan_compaction(
     previous_ids: list[str] = []
     for message in messages[head_end:cutoff]:
         part = summary_part(message)
-        if part is not None:
-            previous.append(part.content or "")
-            message_id = get_message_id(message)
-            if message_id:
-                previous_ids.append(message_id)
-        else:
+        if part is None:
             span.append(message)
+            continue
+        previous.append(part.content or "")
+        message_id = get_message_id(message)
+        if message_id:
+            previous_ids.append(message_id)
+        # A summary request can carry more (a prompt merged into it): that part is conversation to summarize.
+        rest = [p for p in message.parts if not isinstance(p, CompactionPart | SystemPromptPart)]
+        if rest:
+            span.append(replace(message, parts=rest))
     if not span:
         return None
     return CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids))
@@ -147,6 +151,31 @@ def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focu
     if focus:
         info["focus"] = focus
     return ModelRequest(parts=[CompactionPart(content=outcome.text, metadata={SUMMARY_METADATA_KEY: info})])
+
+
+def assemble_merged(
+    messages: Sequence[ModelMessage], plan: CompactionPlan, summary: ModelRequest
+) -> tuple[list[ModelMessage], ModelRequest]:
+    """Like `assemble`, but with no two requests in a row: the system prompt, the summary and the requests that
+    open the tail become one request. pydantic-ai merges consecutive requests when a history is passed to a
+    new run, and a merged request loses its message-level metadata (a stable id); building the merged form
+    here keeps every id stable."""
+    head = list(messages[: plan.head_end])
+    system_parts = list(plan.system_head.parts) if plan.system_head is not None else []
+    if head and all(isinstance(m, ModelRequest) for m in head):
+        system_parts = [p for m in head for p in m.parts] + system_parts
+        head = []
+    tail = list(messages[plan.cutoff :])
+    leading: list[ModelRequest] = []
+    while tail and isinstance(tail[0], ModelRequest):
+        leading.append(tail.pop(0))  # type: ignore[arg-type]
+    instructions = next((m.instructions for m in reversed(leading) if m.instructions), None)
+    merged = replace(
+        summary,
+        parts=[*system_parts, *summary.parts, *(p for m in leading for p in m.parts)],
+        instructions=instructions,
+    )
+    return [*head, merged, *tail], merged
 
 
 def assemble(messages: Sequence[ModelMessage], plan: CompactionPlan, summary: ModelRequest) -> list[ModelMessage]:

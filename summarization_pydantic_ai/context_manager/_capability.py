@@ -13,11 +13,18 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, ToolCallPart
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    ToolCallPart,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from .._compaction import assemble, build_summary_message, plan_compaction, summarize_with_fallback
+from .._compaction import assemble_merged, build_summary_message, plan_compaction, summarize_with_fallback
 from .._events import (
     CallbackFailed,
     CompactionCompleted,
@@ -30,7 +37,7 @@ from .._events import (
     UsageUpdated,
     emit_event,
 )
-from .._messages import SUMMARY_METADATA_KEY, get_message_id
+from .._messages import get_message_id, summary_info
 from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, async_count_tokens, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
@@ -100,6 +107,8 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
     prompt_template: str | None = None
     fsync: bool = False
     """fsync every append (survives power loss, not just a killed process); slower."""
+    expose_history_tool: bool = False
+    """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _summarizer: Summarizer = field(init=False, repr=False, compare=False)
@@ -206,10 +215,9 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
+        # The id now; the record once the agent has committed (stamped) the response: at the next request or at
+        # the end of the run, so the file holds it exactly as the history does.
         ensure_message_id(response)
-        store = self._store_for_run(ctx)
-        if store is not None:
-            await store.append([response])
         return response
 
     async def on_model_request_error(
@@ -253,6 +261,13 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         state = self._run or RunState()
         await record_new_messages(state, result.all_messages(), self._store_for_run(ctx))
         return result
+
+    def get_toolset(self) -> Any:
+        if not self.expose_history_tool:
+            return None
+        from ._toolset import history_toolset
+
+        return history_toolset(self._store_for_run)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -383,19 +398,21 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         if outcome.fallback_reason:
             await emit_event(self.event_callback, SummarizerFallback(_NAME, outcome.fallback_reason, model))
         summary = build_summary_message(plan, outcome, focus=focus)
-        result = assemble(messages, plan, summary)
+        if self.expose_history_tool and store is not None:
+            summary = _with_rehydration_hint(summary)
+        result, merged = assemble_merged(messages, plan, summary)
         reinjected, error = await call_callback("on_after_compress", self.on_after_compress, list(result))
         if error:
             await emit_event(self.event_callback, CallbackFailed(_NAME, "on_after_compress", error))
         if isinstance(reinjected, str) and reinjected.strip():
             summary = replace(summary, parts=[*summary.parts, SystemPromptPart(reinjected)])
-            result = assemble(messages, plan, summary)
+            result, merged = assemble_merged(messages, plan, summary)
         problems = new_problems(messages, result)
         if problems:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
-        derived = self._link_summary(result, summary, plan.system_head, messages[plan.cutoff :])
+        _link_summary(result, merged)
         if store is not None:
-            await store.append(derived)
+            await store.append([merged])
         with self._shared.lock:
             self._shared.compression_count += 1
         tokens_after = await async_count_tokens(self.token_counter, result)
@@ -415,23 +432,23 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         await emit_event(self.event_callback, completed)
         return result
 
-    @staticmethod
-    def _link_summary(
-        result: list[ModelMessage],
-        summary: ModelRequest,
-        system_head: ModelRequest | None,
-        tail: Sequence[ModelMessage],
-    ) -> list[ModelMessage]:
-        """Give the new messages ids and record in the summary what the working context was around it."""
-        new: list[ModelMessage] = []
-        if system_head is not None:
-            ensure_message_id(system_head)
-            system_head.metadata = {**(system_head.metadata or {}), "summarization_pydantic_ai.derived": True}
-            new.append(system_head)
-        ensure_message_id(summary)
-        position = next(i for i, m in enumerate(result) if m is summary)
-        info = summary.parts[0].metadata[SUMMARY_METADATA_KEY]  # type: ignore[union-attr]
-        info["working_before"] = [get_message_id(m) for m in result[:position]]
-        info["working_after"] = [get_message_id(m) for m in tail]
-        new.append(summary)
-        return new
+
+def _link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
+    """Give the summary its id and record what the working context was around it (for `HistoryStore.load`)."""
+    ensure_message_id(summary)
+    position = next(i for i, m in enumerate(result) if m is summary)
+    info = summary_info(summary)
+    assert info is not None
+    info["working_before"] = [get_message_id(m) for m in result[:position]]
+    info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
+
+
+def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:
+    """Tell the agent where the summarized originals are, by message id."""
+    part = summary.parts[0]
+    info = summary_info(summary) or {}
+    first, last = info.get("first_id"), info.get("last_id")
+    if not (isinstance(part, CompactionPart) and first and last):
+        return summary
+    hint = f'\n\n(The summarized messages are kept verbatim: read_history(start_id="{first}", end_id="{last}").)'
+    return replace(summary, parts=[replace(part, content=(part.content or "") + hint), *summary.parts[1:]])

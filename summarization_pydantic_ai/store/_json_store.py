@@ -84,7 +84,8 @@ def _scan(data: bytes) -> tuple[list[_Record], int, bool]:
     while position < len(data):
         newline = data.find(b"\n", position)
         if newline < 0:
-            return records, end, False  # a torn last line
+            # Only the final newline missing is harmless (the next append rewrites the footer); else torn.
+            return records, end, data[position:] == b"]" and data[end : end + 1] != b","
         line = data[position:newline]
         if line == b"]":
             # Intact: nothing after the closing bracket, and no dangling comma after the last record.
@@ -165,6 +166,8 @@ class JsonHistoryStore:
             records, end, intact = _scan(data)
         except ValueError:
             records, end, intact = self._import_foreign(data)
+        if not intact and _is_complete_json_array(data):
+            records, end, intact = self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
         if not intact:
             self._recover(data, records)
             data = self._path.read_bytes()
@@ -387,6 +390,13 @@ class JsonHistoryStore:
                     handle.close()
             self._file = self._lock_file = None
             self._closed = True
+
+
+def _is_complete_json_array(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), list)
+    except ValueError:
+        return False
 
 
 def _summary_of(message: ModelMessage) -> dict[str, Any] | None:
