@@ -39,7 +39,8 @@ def _model_name(model_or_name: Any) -> str:
     system = getattr(model_or_name, "system", None)
     name = getattr(model_or_name, "model_name", None)
     if isinstance(name, str):
-        return f"{system}:{name}" if isinstance(system, str) and system else name
+        prefixed = isinstance(system, str) and system and not name.startswith(f"{system}:")
+        return f"{system}:{name}" if prefixed else name
     raise TypeError(f"expected a model name like 'openai:gpt-4.1' or a pydantic-ai Model, got {model_or_name!r}")
 
 

@@ -365,9 +365,16 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
                     otel_span.set_attribute("context_manager.error", error)
                 return messages
             if otel_span is not None:
-                otel_span.set_attribute("context_manager.tokens_before", size.tokens)
-                otel_span.set_attribute("context_manager.messages_before", size.messages)
-                otel_span.set_attribute("context_manager.messages_after", len(result))
+                attributes: dict[str, Any] = {
+                    "context_manager.tokens_before": size.tokens,
+                    "context_manager.messages_before": size.messages,
+                    "context_manager.messages_after": len(result),
+                    "context_manager.duration_s": time.perf_counter() - started,
+                    "context_manager.summarizer": str(getattr(self._summarizer, "name", "custom")),
+                }
+                if focus:
+                    attributes["context_manager.focus"] = focus
+                otel_span.set_attributes(attributes)
             return result
 
     async def _compress_inner(

@@ -113,7 +113,7 @@ class DeterministicSummarizer:
 
     Example:
         ```python
-        processor = SummarizationProcessor(summarizer=DeterministicSummarizer(), trigger=('messages', 50), keep=10)
+        processor = SummarizationProcessor(DeterministicSummarizer(), trigger=('messages', 50), keep=10)
         ```
     """
 

@@ -433,3 +433,28 @@ def test_bad_settings_fail_at_construction() -> None:
         ContextManagerMiddleware(max_tool_output_tokens=3)
     with pytest.raises(ValueError, match="either messages_path or history_store"):
         ContextManagerMiddleware(messages_path="a.json", history_store=JsonHistoryStore("/tmp/never-opened.json"))
+
+
+async def test_compression_is_traced_as_an_opentelemetry_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    middleware = ContextManagerMiddleware(summarization_model=None, max_tokens=100_000)
+    instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
+    agent = Agent(
+        FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("ok")])), capabilities=[instrumentation, middleware]
+    )
+    history = (await agent.run("first")).all_messages()
+    middleware.request_compact(focus="files")
+    await agent.run("second", message_history=history)
+    spans = [s for s in exporter.get_finished_spans() if s.name == "context_manager.compress"]
+    assert len(spans) == 1
+    attributes = dict(spans[0].attributes or {})
+    assert attributes["context_manager.messages_before"] > attributes["context_manager.messages_after"]
+    assert attributes["context_manager.focus"] == "files"

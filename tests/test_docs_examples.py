@@ -1,0 +1,89 @@
+"""Run every ```python block of the docs and the README as its own test case.
+
+Each block is self-contained (its own imports) and runs offline in a fresh module namespace, with model requests
+to real providers disabled. A block fenced as ```python {test="skip"} is not run. Test ids are `file:line`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic_ai import models
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*)$")
+
+
+@dataclass(frozen=True)
+class Example:
+    path: Path
+    line: int
+    """1-based line of the block's first code line."""
+    code: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
+
+
+def _is_python(info: str) -> bool:
+    words = info.replace("{", " {").split()
+    return bool(words) and words[0] in {"python", "py"}
+
+
+def _is_skipped(info: str) -> bool:
+    return re.search(r"""\btest\s*=\s*["']?skip\b""", info) is not None
+
+
+def collect_examples(path: Path) -> list[Example]:
+    """The ```python blocks of one Markdown file (nested and indented fences included)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    examples: list[Example] = []
+    i = 0
+    while i < len(lines):
+        match = _OPEN.match(lines[i])
+        if match is None:
+            i += 1
+            continue
+        indent, fence, info = match["indent"], match["fence"], match["info"].strip()
+        body: list[str] = []
+        j = i + 1
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        while j < len(lines) and not closing.match(lines[j]):
+            line = lines[j]
+            body.append(line[len(indent) :] if line.startswith(indent) else line.lstrip())
+            j += 1
+        if _is_python(info) and not _is_skipped(info):
+            examples.append(Example(path, i + 2, "\n".join(body) + "\n"))
+        i = j + 1
+    return examples
+
+
+EXAMPLES = [example for path in DOC_FILES if path.exists() for example in collect_examples(path)]
+
+
+def test_examples_were_found() -> None:
+    """An empty collection must fail rather than pass silently."""
+    assert (ROOT / "README.md").exists()
+    assert len(EXAMPLES) >= 10, f"only {len(EXAMPLES)} python blocks found in docs/ and README.md"
+
+
+@pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")  # inside bpe-openai
+@pytest.mark.parametrize("example", [pytest.param(e, id=e.id) for e in EXAMPLES])
+def test_docs_example(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", False)
+    monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
+    module_name = "docs_example_" + re.sub(r"\W", "_", example.id)
+    module = types.ModuleType(module_name)
+    module.__file__ = str(example.path)
+    monkeypatch.setitem(sys.modules, module_name, module)  # dataclasses and pydantic resolve names through it
+    # Pad with blank lines so tracebacks point at the Markdown file's own line numbers.
+    source = "\n" * (example.line - 1) + example.code
+    exec(compile(source, str(example.path), "exec"), module.__dict__)
