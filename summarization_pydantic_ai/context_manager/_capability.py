@@ -58,6 +58,7 @@ BeforeCompressCallback = Callable[[list[ModelMessage], int], Awaitable[None] | N
 AfterCompressCallback = Callable[[list[ModelMessage]], Awaitable[str | None] | str | None]
 
 _NAME = "ContextManagerMiddleware"
+_defaulted: set[str] = set()
 _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
@@ -297,6 +298,10 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
             window, source = getattr(model, "context_window", None) or resolve_max_tokens(model), "model"
         if window is None:
             window, source = DEFAULT_MAX_TOKENS, "default"
+            name = self.model_name or getattr(model, "model_name", None) or "the model"
+            if name not in _defaulted:
+                _defaulted.add(name)
+                logger.warning("context window of %s unknown: assuming %d tokens (set max_tokens)", name, window)
         return max(window - self.reserve_output_tokens, 1), source
 
     async def _process(

@@ -265,14 +265,23 @@ async def test_request_compact_and_compact_outside_a_run(tmp_path: Path) -> None
     assert validate_history(compacted, for_request=False) == []
 
 
-async def test_a_failing_summarizer_leaves_history_intact_and_records_the_failure(tmp_path: Path) -> None:
-    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+@pytest.mark.parametrize("failure", ["raises", "empty", "timeout"])
+async def test_a_failing_summarizer_leaves_history_intact_and_records_the_failure(tmp_path: Path, failure: str) -> None:
+    async def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if failure == "timeout":
+            await asyncio.sleep(10)
+        if failure == "empty":
+            return ModelResponse(parts=[TextPart("")])
         raise RuntimeError("summary backend down: 503")
 
     path = tmp_path / "messages.json"
     events: list[ContextEvent] = []
     middleware = ContextManagerMiddleware(
-        max_tokens=2_000, summarization_model=FunctionModel(broken), messages_path=path, event_callback=events.append
+        max_tokens=2_000,
+        summarization_model=FunctionModel(broken),
+        summary_timeout=0.2,
+        messages_path=path,
+        event_callback=events.append,
     )
     agent = make_agent(Session(), middleware)
     history = None
