@@ -112,6 +112,8 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
+    _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
+    """State of the plain (ProcessHistory) form, which has no per-run copy: one conversation per instance."""
     _summarizer: Summarizer = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,8 +178,10 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         return await store.read(start_id, end_id, offset=offset, limit=limit)
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
-        """Plain history-processor form: record, measure and compress without a run context."""
-        state = self._run or RunState()
+        """Plain history-processor form: record, measure and compress without a run context.
+
+        Without a run to keep state in, the instance keeps it: use one instance per conversation in this form."""
+        state = self._run or self._plain
         return await self._process(messages, state, None, None, self._static_store())
 
     # -- capability hooks ----------------------------------------------------------------------------------------
@@ -190,7 +194,7 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        state = self._run or RunState()
+        state = self._run or self._plain
         info = RequestInfo(
             model=request_context.model,
             model_settings=request_context.model_settings,
@@ -259,7 +263,7 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         return truncated
 
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
-        state = self._run or RunState()
+        state = self._run or self._plain
         await record_new_messages(state, result.all_messages(), self._store_for_run(ctx))
         return result
 

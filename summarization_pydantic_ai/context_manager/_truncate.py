@@ -53,6 +53,8 @@ def truncate_text(text: str, max_tokens: int) -> tuple[str, Truncation | None]:
     if tokens_before <= max_tokens:
         return text, None
     lines = text.splitlines(keepends=True)
+    if len(lines) == 1:
+        return _cut_one_line(text, max_tokens, tokens_before)
     note = _note(len(lines), 0, tokens_before, max_tokens)
     if len(note) + 16 > max_tokens * CHARS_PER_TOKEN:
         # A budget too small for the note: a bare marker, itself cut to the budget.
@@ -70,6 +72,39 @@ def truncate_text(text: str, max_tokens: int) -> tuple[str, Truncation | None]:
         budget = max(budget - (estimate_text_tokens(result) - max_tokens) * CHARS_PER_TOKEN - 8, 0)
 
 
+def _cut_one_line(text: str, max_tokens: int, tokens_before: int) -> tuple[str, Truncation]:
+    """A single (long) line: its start and end, with the middle cut, within `max_tokens`."""
+    note = f" [... {tokens_before:,}-token line: the middle was cut ...] "
+    room = max_tokens * CHARS_PER_TOKEN - len(note) - 8
+    if room <= 0:
+        marker = f"[output of ~{tokens_before:,} tokens cut]"[: max_tokens * CHARS_PER_TOKEN]
+        return marker, Truncation(tokens_before, estimate_text_tokens(marker), 1, 0)
+    head = int(room * _HEAD_SHARE)
+    result = text[:head] + note + text[len(text) - (room - head) :]
+    return result, Truncation(tokens_before, estimate_text_tokens(result), 1, 1)
+
+
+def _truncate_tool_return(tool_return: ToolReturn[Any], max_tokens: int) -> tuple[Any, Truncation | None]:
+    """The return value and a text `content` share the budget: the content gets at most half of it."""
+    content: Any = tool_return.content
+    content_tokens = estimate_text_tokens(content) if isinstance(content, str) else 0
+    value, cut = truncate_output(tool_return.return_value, max_tokens - min(content_tokens, max_tokens // 2))
+    value_tokens = (
+        cut.tokens_after if cut else estimate_text_tokens(_as_text(value) if not isinstance(value, str) else value)
+    )
+    content_cut = None
+    if isinstance(content, str) and content_tokens > max_tokens - value_tokens:
+        content, content_cut = truncate_text(content, max(max_tokens - value_tokens, 1))
+    if cut is None and content_cut is None:
+        return tool_return, None
+    before = (cut.tokens_before if cut else value_tokens) + content_tokens
+    after = value_tokens + (content_cut.tokens_after if content_cut else content_tokens)
+    lines_before = (cut.lines_before if cut else 1) + (content_cut.lines_before if content_cut else 0)
+    lines_kept = (cut.lines_kept if cut else 1) + (content_cut.lines_kept if content_cut else 0)
+    truncated = replace(tool_return, return_value=value, content=content)
+    return truncated, Truncation(before, after, lines_before, lines_kept)
+
+
 def _as_text(value: Any) -> str:
     """Structured data as indented JSON, so it is cut at line boundaries like text."""
     try:
@@ -84,13 +119,7 @@ def truncate_output(result: Any, max_tokens: int) -> tuple[Any, Truncation | Non
     Multimodal items pass unchanged (they are counted at fixed estimates elsewhere).
     """
     if isinstance(result, ToolReturn):
-        tool_return = cast(ToolReturn[Any], result)
-        value, cut = truncate_output(tool_return.return_value, max_tokens)
-        content: Any = tool_return.content
-        if isinstance(content, str):
-            content, content_cut = truncate_text(content, max_tokens)
-            cut = cut or content_cut
-        return (replace(tool_return, return_value=value, content=content) if cut else tool_return), cut
+        return _truncate_tool_return(cast(ToolReturn[Any], result), max_tokens)
     if isinstance(result, str):
         return truncate_text(result, max_tokens)
     if result is None or isinstance(result, bool | int | float):

@@ -132,8 +132,22 @@ class JsonHistoryStore:
         self._positions: dict[str, int] = {}
         self._end = len(_HEADER)
         self._closed = False
+        self._read_only = False
         self.recovered_from: Path | None = None
         """Where the damaged original was kept, when opening had to recover a torn file."""
+
+    @classmethod
+    def reader(cls, path: str | os.PathLike[str]) -> JsonHistoryStore:
+        """A store for reading `path`: this process's writer if it has one, else a read-only view that takes no
+        lock, never rewrites the file, and re-reads it on every call (another process may be appending)."""
+        resolved = Path(path).expanduser().resolve()
+        with cls._registry_lock:
+            store = cls._registry.get(resolved)
+        if store is not None and not store._closed:
+            return store
+        view = cls(resolved)
+        view._read_only = True
+        return view
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, fsync: bool = False, lock_timeout: float = 0.0) -> JsonHistoryStore:
@@ -144,6 +158,9 @@ class JsonHistoryStore:
             if store is None or store._closed:
                 store = cls(resolved, fsync=fsync, lock_timeout=lock_timeout)
                 cls._registry[resolved] = store
+            # A later opener asking for more durability or patience gets it (never less than asked).
+            store.fsync = store.fsync or fsync
+            store.lock_timeout = max(store.lock_timeout, lock_timeout)
             return store
 
     @property
@@ -153,6 +170,8 @@ class JsonHistoryStore:
     # -- opening, locking and recovery (sync, called under self._lock) -------------------------------------------
 
     def _ensure_open(self) -> BinaryIO:
+        if self._read_only:
+            return self._open_read_only()
         if self._file is not None:
             return self._file
         if self._closed:
@@ -177,6 +196,23 @@ class JsonHistoryStore:
         self._end = end
         self._file = self._path.open("r+b")
         return self._file
+
+    def _open_read_only(self) -> BinaryIO:
+        """(Re)scan the file as it is now; a torn tail is ignored, not repaired."""
+        if self._file is not None:
+            self._file.close()
+        try:
+            handle = self._path.open("rb")
+        except FileNotFoundError as exc:
+            raise HistoryStoreError(f"no history file at {self._path}") from exc
+        try:
+            records, end, _ = _scan(handle.read())
+        except ValueError as exc:
+            handle.close()
+            raise HistoryStoreError(f"{self._path} is not a messages.json written by this library") from exc
+        self._records, self._end, self._file = records, end, handle
+        self._positions = {r.message_id: i for i, r in enumerate(records)}
+        return handle
 
     def _acquire_lock(self) -> None:
         lock_path = self._path.with_name(self._path.name + ".lock")
@@ -243,6 +279,8 @@ class JsonHistoryStore:
     # -- sync API (used by the async one, by tests and by benchmarks) ----------------------------------------------
 
     def append_sync(self, messages: Sequence[ModelMessage]) -> int:
+        if self._read_only:
+            raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to write")
         with self._lock:
             handle = self._ensure_open()
             new: list[tuple[str, bytes, ModelMessage]] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, RunContext, ToolReturn
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -223,7 +224,8 @@ async def test_the_agent_can_call_read_history(tmp_path: Path) -> None:
     assert "call again with offset=2" in tool_outputs[0]
 
 
-async def test_compression_runs_once_per_trigger_crossing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["capability", "process_history"])
+async def test_compression_runs_once_per_trigger_crossing(form: str) -> None:
     """An in-flight tool output bigger than the trigger cannot be summarized away: compress once, not per request."""
     events: list[ContextEvent] = []
     calls = 0
@@ -236,7 +238,8 @@ async def test_compression_runs_once_per_trigger_crossing(tmp_path: Path) -> Non
         return ModelResponse(parts=[TextPart("done")])
 
     middleware = ContextManagerMiddleware(max_tokens=1_000, summarization_model=None, event_callback=events.append)
-    agent = Agent(FunctionModel(model), capabilities=[middleware])
+    capability = middleware if form == "capability" else ProcessHistory(middleware)
+    agent = Agent(FunctionModel(model), capabilities=[capability])
 
     @agent.tool_plain
     def big() -> str:
