@@ -12,6 +12,9 @@ What is measured (issue 2, acceptance "Benchmark"): one plain call `await proces
 below the trigger, after the history grew by 2 messages (a response and a request) since the previous call.
 Target: under 1 ms at 10,000 messages, and a cost that does not grow with the history (50k / 1k median
 ratio under 2).
+
+The page also gets a section for `ContextManagerMiddleware` with persistence (issue 3), measured by
+`benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -271,6 +275,15 @@ def _cores() -> str:
     return f"{usable} usable / {logical} logical"
 
 
+def _load() -> str:
+    import os
+
+    try:
+        return f"{os.getloadavg()[0]:.2f} (other work shares the machine)"
+    except OSError:
+        return "unknown"
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -372,14 +385,29 @@ def _target_lines(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _middleware_module() -> Any:
+    """`benchmarks/middleware.py`; it imports this script's helpers as the module `run`."""
+    sys.modules.setdefault("run", sys.modules[__name__])
+    if str(Path(__file__).resolve().parent) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import middleware
+
+    return middleware
+
+
 def render_markdown(
-    rows: list[Row], references: dict[int, dict[str, Timing]], args: argparse.Namespace, elapsed: float
+    rows: list[Row],
+    references: dict[int, dict[str, Timing]],
+    middleware: tuple[list[Any], list[Any]],
+    args: argparse.Namespace,
+    elapsed: float,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
         "# Benchmarks",
         "",
-        "The cost of one history-processor call on a long history, measured by `benchmarks/run.py`.",
+        "The cost of one history-processor call on a long history, and of `ContextManagerMiddleware` with "
+        "persistence, measured by `benchmarks/run.py` (and `benchmarks/middleware.py`).",
         "This page is generated: run `python benchmarks/run.py` from the repository root to refresh it.",
         "",
         *_target_lines(rows),
@@ -432,14 +460,17 @@ def render_markdown(
         f"- The reference functions are timed {args.reference_repeats} times each per size on a fresh history.",
         "- The machine may be shared with other work, so single calls can be slow outliers: compare medians.",
         "",
+        *_middleware_module().markdown_lines(*middleware, args.iterations),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- CPU: {_cpu_model()} ({_cores()} cores)",
         f"- Python: {platform.python_implementation()} {platform.python_version()} ({sys.platform})",
+        f"- Load average (1 min) at the end: {_load()}",
         f"- pydantic-ai-slim: {_version('pydantic-ai-slim')}; "
         f"summarization-pydantic-ai: {_version('summarization-pydantic-ai')}",
-        f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind; total run time {elapsed:,.0f} s.",
+        f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind (middleware: per size); total "
+        f"run time {elapsed:,.0f} s.",
         "",
     ]
     return "\n".join(lines)
@@ -463,7 +494,9 @@ def print_results(rows: list[Row], references: dict[int, dict[str, Timing]]) -> 
         )
 
 
-async def run(args: argparse.Namespace) -> tuple[list[Row], dict[int, dict[str, Timing]]]:
+async def run(
+    args: argparse.Namespace,
+) -> tuple[list[Row], dict[int, dict[str, Timing]], tuple[list[Any], list[Any]]]:
     rows: list[Row] = []
     references: dict[int, dict[str, Timing]] = {}
     for name in subjects(min(SIZES)):
@@ -474,7 +507,8 @@ async def run(args: argparse.Namespace) -> tuple[list[Row], dict[int, dict[str, 
     rows.sort(key=lambda r: r.size)  # stable: subjects keep their order within a size
     for size in SIZES:
         references[size] = measure_reference(size, args.reference_repeats)
-    return rows, references
+    middleware = await _middleware_module().run_middleware(args.iterations, quick=args.quick)
+    return rows, references, middleware
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -496,14 +530,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    rows, references = asyncio.run(run(args))
+    rows, references, middleware = asyncio.run(run(args))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
+    _middleware_module().print_middleware(*middleware)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(render_markdown(rows, references, args, elapsed), encoding="utf-8")
+        args.output.write_text(render_markdown(rows, references, middleware, args, elapsed), encoding="utf-8")
         print(f"wrote {args.output}")
-    if args.check and not all(v.ok for v in verdicts(rows)):
+    if args.check and not (all(v.ok for v in verdicts(rows)) and _middleware_module().all_ok(*middleware)):
         return 1
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from .._messages import get_message_id
+from .._tokens import _PrefixState  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
@@ -84,11 +86,52 @@ class RunState:
         return 0
 
 
+class _RecordedHistories:
+    """Per store (and one slot for "no store"): the length of the history recorded last through it, by any run or
+    plain call, with a bounded sample of its message identities (the first, every k-th and the last 16, as the
+    token counter keeps). A history that starts with those very messages only grew since: its prefix is recorded
+    (every message has an id, and is in the store). This keeps a call without run state (the plain form, the first
+    request of a run) at O(new messages) instead of checking every message of a long history."""
+
+    def __init__(self) -> None:
+        self._states: weakref.WeakKeyDictionary[object, _PrefixState] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def recorded_length(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> int:
+        key = _NO_STORE if store is None else store
+        try:
+            with self._lock:
+                state = self._states.get(key)
+        except TypeError:  # a store that cannot be weakly referenced or hashed: no shortcut
+            return 0
+        return state.length if state is not None and state.matches(messages) else 0
+
+    def remember(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> None:
+        """Call only once every message of `messages` has an id and is in `store`."""
+        if not messages:
+            return
+        state = _PrefixState.build(messages, 0)  # bounded: 16 to 32 spread messages and the last 16
+        try:
+            with self._lock:
+                self._states[_NO_STORE if store is None else store] = state
+        except TypeError:
+            pass
+
+
+class _NoStore:
+    pass
+
+
+_NO_STORE = _NoStore()
+_recorded = _RecordedHistories()
+
+
 async def record_new_messages(
     state: RunState, messages: Sequence[ModelMessage], store: HistoryStore | None
 ) -> list[ModelMessage]:
-    """Give every new message its stable id and append it to the store. O(new messages) when the history grew."""
-    start = state.unrecorded_start(messages)
+    """Give every new message its stable id and append it to the store. O(new messages) when the history grew
+    since the run (or, without run state, any call through the same store) recorded it."""
+    start = state.unrecorded_start(messages) or _recorded.recorded_length(store, messages)
     new = [
         m
         for m in messages[start:]
@@ -99,6 +142,7 @@ async def record_new_messages(
     if store is not None and new:
         await store.append(new)
     state.mark_recorded(messages)
+    _recorded.remember(store, messages)
     return new
 
 
