@@ -47,8 +47,12 @@ def safe_head_end(messages: Sequence[ModelMessage], head: int) -> int:
         last = messages[head - 1]
         if not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)):
             break
-        while head < n and isinstance(messages[head], ModelRequest):
-            head += 1
+        extended = head
+        while extended < n and isinstance(messages[extended], ModelRequest):
+            extended += 1
+        if extended == head:
+            break  # calls followed by another response (a broken input history): nothing to extend over
+        head = extended
     return head
 
 
