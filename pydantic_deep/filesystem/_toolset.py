@@ -1,0 +1,311 @@
+"""`FilesystemToolset`: `ls`, `read_file`, `write_file`, `edit_file`, `glob` and `grep` over the run's backend."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic_ai import FunctionToolset, RunContext, ToolFailed
+
+from ..backends import BackendError, BackendProtocol, FileInfo, GrepMatch, PathEscapeError, normalize_path
+
+__all__ = [
+    "DEFAULT_READ_LIMIT",
+    "MAX_LINE_CHARS",
+    "FilesystemToolset",
+    "describe_error",
+    "format_grep",
+    "format_ls",
+    "number_lines",
+    "resolve_backend",
+]
+
+DEFAULT_READ_LIMIT = 2_000
+"""Lines `read_file` returns when the model gives no `limit`."""
+MAX_LINE_CHARS = 2_000
+"""Longer lines are cut (with a marker) in `read_file` and `grep` output."""
+MAX_OUTPUT_CHARS = 100_000
+MAX_ENTRIES = 1_000
+
+_NO_BACKEND = (
+    "No file system is configured for this run: give the run deps a `backend` attribute (e.g. DeepAgentDeps) "
+    "or pass FilesystemToolset(backend=...)."
+)
+
+
+def resolve_backend(ctx: RunContext[Any], default: BackendProtocol | None = None) -> BackendProtocol:
+    """The run's backend: `ctx.deps.backend` when the deps have a (non-None) `backend`, else `default`.
+
+    Raises `ToolFailed` (a tool failure the model sees) when there is neither.
+    """
+    backend: BackendProtocol | None = getattr(ctx.deps, "backend", None)
+    if backend is not None:
+        return backend
+    if default is not None:
+        return default
+    raise ToolFailed(_NO_BACKEND)
+
+
+def _shown(path: str) -> str:
+    try:
+        return normalize_path(path)
+    except PathEscapeError:
+        return repr(path) if len(path) <= 200 else repr(path[:200]) + f"… ({len(path):,} chars)"
+
+
+def describe_error(exc: Exception, path: str) -> str:
+    """A message for the model about a failed file operation on `path`, saying what to do next."""
+    shown = _shown(path)
+    if isinstance(exc, PathEscapeError):
+        return (
+            f"Access denied for {shown}: {exc}. Paths are virtual: '/' is the root of this file system; use paths "
+            "inside it (no '..' above '/', no backslashes, no symlinks leading out)."
+        )
+    if isinstance(exc, FileNotFoundError):
+        return f"{shown} does not exist. Call ls or glob to find the right path."
+    if isinstance(exc, IsADirectoryError):
+        return f"{shown} is a directory, not a file. Call ls({json.dumps(shown)}) to see what is inside it."
+    if isinstance(exc, NotADirectoryError):
+        return f"{shown} (or one of its parents) is a file, not a directory. Call read_file to read a file."
+    if isinstance(exc, BackendError | ValueError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{shown}: {exc.strerror or exc}."
+    return f"{shown}: {exc}"  # pragma: no cover - only OSError/BackendError/ValueError are caught
+
+
+def _cut(line: str, max_chars: int) -> str:
+    if len(line) <= max_chars:
+        return line
+    return line[:max_chars] + f"… [line cut: {len(line) - max_chars:,} more chars]"
+
+
+def number_lines(
+    text: str,
+    path: str,
+    offset: int = 0,
+    limit: int = DEFAULT_READ_LIMIT,
+    *,
+    max_line_chars: int = MAX_LINE_CHARS,
+    max_output_chars: int = MAX_OUTPUT_CHARS,
+) -> str:
+    """`read_file`'s output: lines `offset+1 …` numbered like `cat -n` (1-based), with a paging hint when more remain.
+
+    >>> for line in number_lines("a\\nb\\nc\\n", "/f.txt", offset=0, limit=2).splitlines():
+    ...     print(line.replace("\\t", " | "))
+         1 | a
+         2 | b
+    ... 1 more lines: call read_file("/f.txt", offset=2, limit=2)
+    """
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more (the number of lines to skip), got {offset}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1 (the number of lines to return), got {limit}")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    total = 0 if text == "" else len(lines)
+    if total == 0:
+        return f"({path} is empty)"
+    if offset >= total:
+        raise ValueError(
+            f"offset {offset} is past the end of {path}, which has {total} lines: call read_file with an offset "
+            f"below {total}"
+        )
+    out: list[str] = []
+    used = 0
+    end = min(total, offset + limit)
+    for index in range(offset, end):
+        line = f"{index + 1:>6}\t{_cut(lines[index].removesuffix(chr(13)), max_line_chars)}"
+        if out and used + len(line) + 1 > max_output_chars:
+            end = index
+            break
+        out.append(line)
+        used += len(line) + 1
+    if end < total:
+        out.append(f"... {total - end} more lines: call read_file({json.dumps(path)}, offset={end}, limit={limit})")
+    return "\n".join(out)
+
+
+def format_ls(entries: list[FileInfo], path: str, *, max_entries: int = MAX_ENTRIES) -> str:
+    """`ls` output: one entry per line, directories with a trailing `/`, files with their size."""
+    if not entries:
+        return f"{path} is empty."
+    lines = [f"{e.path}/" if e.is_dir else f"{e.path}  ({e.size:,} bytes)" for e in entries[:max_entries]]
+    if len(entries) > max_entries:
+        lines.append(f"... and {len(entries) - max_entries} more entries: use glob to narrow the listing")
+    return "\n".join(lines)
+
+
+def format_grep(matches: list[GrepMatch], capped: bool, *, max_line_chars: int = MAX_LINE_CHARS) -> str:
+    """`grep` output: `path:line: text` per match, with a note when the result cap was hit."""
+    lines = [f"{m.path}:{m.line_number}: {_cut(m.line, max_line_chars)}" for m in matches]
+    if capped:
+        lines.append(f"(showing the first {len(matches)} matches: narrow the pattern, path or glob to see the rest)")
+    return "\n".join(lines)
+
+
+class FilesystemToolset(FunctionToolset[Any]):
+    """A `FunctionToolset` subclass with the tools `ls`, `read_file`, `write_file`, `edit_file`, `glob` and `grep`.
+
+    The backend comes from the run: `ctx.deps.backend` when the deps have one, else the `backend` given here; with
+    neither, the tools fail with a message saying so. Every file error (a path escaping the root, a missing file, a
+    directory where a file is expected, an edit that does not match once, an invalid regex) is reported to the
+    model as a failed tool call (`ToolFailed`): the run goes on, the model sees what went wrong and what to do, and
+    no retry budget is used.
+
+    ```python
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+    from pydantic_deep.backends import StateBackend
+    from pydantic_deep.filesystem import FilesystemToolset
+
+    agent = Agent(TestModel(), toolsets=[FilesystemToolset(backend=StateBackend({"/notes.md": "hello"}))])
+    ```
+
+    Args:
+        backend: The backend used when the run's deps have no `backend`.
+        read_limit: Default `limit` of `read_file` (lines per page).
+        max_line_chars: Lines longer than this are cut in `read_file` and `grep` output.
+        max_output_chars: `read_file` stops early (with a paging hint) once its output would exceed this.
+        max_grep_results: Matches `grep` returns at most.
+        max_entries: Entries `ls` and `glob` return at most.
+        **kwargs: Passed to `FunctionToolset` (`id`, `max_retries`, `timeout`, ...).
+    """
+
+    def __init__(
+        self,
+        backend: BackendProtocol | None = None,
+        *,
+        read_limit: int = DEFAULT_READ_LIMIT,
+        max_line_chars: int = MAX_LINE_CHARS,
+        max_output_chars: int = MAX_OUTPUT_CHARS,
+        max_grep_results: int = 200,
+        max_entries: int = MAX_ENTRIES,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.backend = backend
+        self.read_limit = read_limit
+        self.max_line_chars = max_line_chars
+        self.max_output_chars = max_output_chars
+        self.max_grep_results = max_grep_results
+        self.max_entries = max_entries
+        self.add_function(self._ls, takes_ctx=True, name="ls")
+        self.add_function(self._read_file, takes_ctx=True, name="read_file")
+        self.add_function(self._write_file, takes_ctx=True, name="write_file")
+        self.add_function(self._edit_file, takes_ctx=True, name="edit_file")
+        self.add_function(self._glob, takes_ctx=True, name="glob")
+        self.add_function(self._grep, takes_ctx=True, name="grep")
+
+    async def _ls(self, ctx: RunContext[Any], path: str = "/") -> str:
+        """List the files and directories directly inside a directory of the virtual file system.
+
+        Args:
+            path: The directory, e.g. "/" (the root) or "/src".
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            entries = await backend.ls(path)
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+        return format_ls(entries, _shown(path), max_entries=self.max_entries)
+
+    async def _read_file(self, ctx: RunContext[Any], path: str, offset: int = 0, limit: int | None = None) -> str:
+        """Read a text file, with 1-based line numbers. Long files come in pages: the output ends with the call
+        that reads the next page.
+
+        Args:
+            path: The file, e.g. "/src/app.py".
+            offset: How many lines to skip from the start (0 reads from line 1).
+            limit: How many lines to return (default 2000).
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            text = await backend.read(path)
+            return number_lines(
+                text,
+                normalize_path(path),
+                offset,
+                self.read_limit if limit is None else limit,
+                max_line_chars=self.max_line_chars,
+                max_output_chars=self.max_output_chars,
+            )
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+
+    async def _write_file(self, ctx: RunContext[Any], path: str, content: str) -> str:
+        """Create a file, or overwrite it, with the given content (parent directories are created).
+
+        Args:
+            path: The file, e.g. "/notes/plan.md".
+            content: The complete new content of the file.
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            await backend.write(path, content)
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        return f"Wrote {_shown(path)} ({lines} lines, {len(content.encode('utf-8', 'surrogatepass')):,} bytes)."
+
+    async def _edit_file(
+        self, ctx: RunContext[Any], path: str, old_string: str, new_string: str, replace_all: bool = False
+    ) -> str:
+        """Replace exact text in a file. `old_string` must match exactly once (copy it from read_file output,
+        without the line numbers, including indentation), unless `replace_all` is true.
+
+        Args:
+            path: The file to edit.
+            old_string: The exact text to replace.
+            new_string: The text to put in its place.
+            replace_all: Replace every occurrence instead of requiring exactly one.
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            count = await backend.edit(path, old_string, new_string, replace_all=replace_all)
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+        return f"Edited {_shown(path)}: replaced {count} occurrence{'s' if count != 1 else ''}."
+
+    async def _glob(self, ctx: RunContext[Any], pattern: str, path: str = "/") -> str:
+        """Find files by name pattern: `*` matches within one directory, `**` any number of directories.
+
+        Args:
+            pattern: e.g. "**/*.py" (any depth), "*.md" (directly in `path`), "src/**/test_*.py".
+            path: The directory to search from.
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            found = await backend.glob(pattern, path)
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+        if not found:
+            return f"No files under {_shown(path)} match {pattern!r}."
+        lines = found[: self.max_entries]
+        if len(found) > self.max_entries:
+            lines.append(f"... and {len(found) - self.max_entries} more: narrow the pattern or path")
+        return "\n".join(lines)
+
+    async def _grep(
+        self, ctx: RunContext[Any], pattern: str, path: str = "/", glob: str | None = None, ignore_case: bool = False
+    ) -> str:
+        """Search file contents with a regular expression (Python `re` syntax); prints `path:line: text`.
+
+        Args:
+            pattern: The regular expression, e.g. "def \\w+_handler" or "TODO".
+            path: The directory (or file) to search.
+            glob: Only search files matching this, e.g. "*.py" (by name, any depth) or "src/**/*.ts".
+            ignore_case: Match regardless of case.
+        """
+        backend = resolve_backend(ctx, self.backend)
+        try:
+            matches = await backend.grep(
+                pattern, path, glob=glob, ignore_case=ignore_case, max_results=self.max_grep_results + 1
+            )
+        except (OSError, BackendError, ValueError) as exc:
+            raise ToolFailed(describe_error(exc, path)) from exc
+        if not matches:
+            return f"No matches for {pattern!r} under {_shown(path)}."
+        capped = len(matches) > self.max_grep_results
+        return format_grep(matches[: self.max_grep_results], capped, max_line_chars=self.max_line_chars)
