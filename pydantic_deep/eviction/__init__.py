@@ -1,0 +1,31 @@
+"""Eviction: large tool outputs saved through the backend, replaced by structure-aware previews."""
+
+from ._policy import (
+    EVICTION_METADATA_KEY,
+    MCP_POLICY,
+    EvictionFailed,
+    EvictionPolicy,
+    OutputArchived,
+    OutputEvicted,
+    RetentionPolicy,
+    safe_file_id,
+)
+from ._previews import PreviewKind, detect_kind, make_preview
+from ._processor import EvictionProcessor
+from ._store import EvictionArchive
+
+__all__ = [
+    "EVICTION_METADATA_KEY",
+    "MCP_POLICY",
+    "EvictionArchive",
+    "EvictionFailed",
+    "EvictionPolicy",
+    "EvictionProcessor",
+    "OutputArchived",
+    "OutputEvicted",
+    "PreviewKind",
+    "RetentionPolicy",
+    "detect_kind",
+    "make_preview",
+    "safe_file_id",
+]

@@ -1,0 +1,365 @@
+"""`EvictionProcessor`: large tool outputs go to the backend; the history keeps a structure-aware preview."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+import pydantic_core
+from pydantic_ai import RunContext, ToolReturn
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
+
+from summarization_pydantic_ai._tokens import estimate_text_tokens
+
+from ..backends import BackendProtocol, normalize_path
+from ._policy import (
+    EVICTION_METADATA_KEY,
+    EvictionFailed,
+    EvictionPolicy,
+    OutputArchived,
+    OutputEvicted,
+    RetentionPolicy,
+)
+from ._previews import detect_kind, make_preview
+from ._store import EvictionArchive
+
+__all__ = ["EvictionProcessor"]
+
+logger = logging.getLogger("pydantic_deep")
+
+EventCallback = Callable[[OutputEvicted | OutputArchived | EvictionFailed], Any]
+
+
+def _as_text(value: Any) -> str | None:
+    """The text an output is saved as: strings as they are, data as indented JSON (pageable by lines)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(pydantic_core.to_jsonable_python(value), indent=1, ensure_ascii=False)
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return None  # multimodal or opaque objects are left alone
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+
+
+_DEFAULT_POLICY = EvictionPolicy()
+"""What `policy_for` returns when no policy matches (frozen, so one instance serves every call)."""
+
+
+@dataclass
+class _RunState:
+    scanned: int = 0
+    scanned_last: ModelMessage | None = None
+    pending: dict[str, int] = field(default_factory=dict[str, int])
+    """Agent-mode outputs not archived yet: tool_call_id -> index of the request holding them."""
+
+
+@dataclass
+class EvictionProcessor(AbstractCapability[Any]):
+    """Evict tool outputs above `token_limit` to `{eviction_path}/{safe id}` on the run's backend.
+
+    As a capability it acts when a tool returns (`after_tool_execute`), so everything downstream (the history
+    store, checkpoints, token counts) sees the evicted form; as a history processor (`await processor(messages)`,
+    and before every request in capability form) it evicts large outputs already in a loaded history and
+    archives agent-mode outputs. The preview names the file and how to page it with
+    `read_file(path, offset, limit)`. If saving fails, the original output stays (an `EvictionFailed` event).
+
+    Example:
+        ```python
+        agent = Agent(model, deps_type=DeepAgentDeps, capabilities=[EvictionProcessor(token_limit=10_000)])
+        ```
+    """
+
+    token_limit: int = 20_000
+    eviction_path: str = "/large_tool_results/"
+    backend: BackendProtocol | None = None
+    """Used when the run's deps have no `backend` (and always in plain history-processor use)."""
+    policies: Sequence[EvictionPolicy] = ()
+    """Per-tool overrides; the first matching pattern wins."""
+    retention: RetentionPolicy | None = field(default_factory=RetentionPolicy)
+    preview_chars: int = 2_000
+    event_callback: EventCallback | None = None
+    _run: _RunState | None = field(default=None, init=False, repr=False)
+    _archives: dict[int, EvictionArchive] = field(default_factory=dict[int, EvictionArchive], init=False, repr=False)
+    _archive_requests: set[str] = field(default_factory=set[str], init=False, repr=False)
+    """tool_call_ids the agent asked to archive (shared by the run copies: the tool is built once per agent)."""
+
+    def __post_init__(self) -> None:
+        if self.token_limit < 1:
+            raise ValueError(f"token_limit must be positive, got {self.token_limit}")
+        if self.preview_chars < 200:
+            raise ValueError(f"preview_chars must be at least 200, got {self.preview_chars}")
+        normalize_path(self.eviction_path)  # a bad path fails here, not at the first eviction
+
+    # -- settings ------------------------------------------------------------------------------------------------
+
+    def policy_for(self, tool_name: str) -> EvictionPolicy:
+        for policy in self.policies:
+            if policy.matches(tool_name):
+                return policy
+        return _DEFAULT_POLICY
+
+    def _limit(self, policy: EvictionPolicy) -> int:
+        return policy.token_limit or self.token_limit
+
+    def _backend(self, ctx: RunContext[Any] | None) -> BackendProtocol | None:
+        deps_backend = getattr(ctx.deps, "backend", None) if ctx is not None else None
+        return deps_backend if deps_backend is not None else self.backend
+
+    def archive(self, backend: BackendProtocol) -> EvictionArchive:
+        """The eviction directory on `backend` (one object per backend, sharing its dedup index)."""
+        archive = self._archives.get(id(backend))
+        if archive is None or archive.backend is not backend:
+            archive = self._archives[id(backend)] = EvictionArchive(backend, self.eviction_path)
+        return archive
+
+    async def cleanup(self, backend: BackendProtocol | None = None) -> list[str]:
+        """Apply the retention policy now; returns exactly the files deleted."""
+        target = backend or self.backend
+        if target is None or self.retention is None:
+            return []
+        return await self.archive(target).apply_retention(self.retention)
+
+    # -- eviction ------------------------------------------------------------------------------------------------
+
+    async def _emit(self, event: OutputEvicted | OutputArchived | EvictionFailed) -> None:
+        if self.event_callback is None:
+            return
+        try:
+            result = self.event_callback(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception("eviction event callback failed")
+
+    async def evict_text(
+        self, backend: BackendProtocol, text: str, *, tool_name: str, tool_call_id: str, policy: EvictionPolicy
+    ) -> tuple[str, dict[str, Any]] | None:
+        """Save `text` and return (replacement text, metadata), or `None` when saving failed."""
+        kind = detect_kind(text) if policy.preview == "auto" else policy.preview
+        tokens = estimate_text_tokens(text)
+        try:
+            path, deduplicated = await self.archive(backend).save(
+                text, policy=policy, tool_call_id=tool_call_id, tool_name=tool_name, kind=kind
+            )
+        except Exception as exc:
+            logger.warning("could not evict the output of %s (%s); it stays in the history", tool_name, exc)
+            await self._emit(EvictionFailed(tool_name, tool_call_id, f"{type(exc).__name__}: {exc}"))
+            return None
+        await self._emit(OutputEvicted(tool_name, tool_call_id, path, tokens, kind, deduplicated))
+        if self.retention is not None and not deduplicated:
+            removed = await self.archive(backend).apply_retention(self.retention)
+            if removed:
+                logger.info("eviction retention removed %d old files", len(removed))
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # as read_file numbers them
+        preview = make_preview(text, kind, max_chars=self.preview_chars)
+        note = (
+            f"\n\n[The full output ({tokens:,} tokens, {lines:,} lines) was saved to {path}. "
+            f'Read it with read_file(path="{path}", offset=0, limit=200) and page on with a larger offset.]'
+        )
+        metadata = {"path": path, "tokens": tokens, "lines": lines, "kind": kind, "state": "archived"}
+        return preview + note, metadata
+
+    async def after_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition, args: Any, result: Any
+    ) -> Any:
+        unchanged: Any = result
+        value = result.return_value if isinstance(result, ToolReturn) else result
+        text = _as_text(value)
+        policy = self.policy_for(call.tool_name)
+        if text is None or estimate_text_tokens(text) <= self._limit(policy):
+            return unchanged
+        backend = self._backend(ctx)
+        base_metadata = _metadata(result.metadata) if isinstance(result, ToolReturn) else {}  # pyright: ignore[reportUnknownMemberType]
+        content = result.content if isinstance(result, ToolReturn) else None  # pyright: ignore[reportUnknownMemberType]
+        if policy.mode == "agent":
+            marker = (
+                f"\n\n[This output is large (~{estimate_text_tokens(text):,} tokens). Take what you need now, then "
+                f"call "
+                f'archive_tool_output(tool_call_id="{call.tool_call_id}") to move it out of the context; it is '
+                f"archived automatically after {policy.archive_after_turns} more turns.]"
+            )
+            metadata = {**base_metadata, EVICTION_METADATA_KEY: {"mode": "agent", "state": "pending"}}
+            return ToolReturn(return_value=text + marker, content=content, metadata=metadata)
+        if backend is None:
+            await self._emit(
+                EvictionFailed(call.tool_name, call.tool_call_id, "no backend: set deps.backend or backend=")
+            )
+            return unchanged
+        evicted = await self.evict_text(
+            backend, text, tool_name=call.tool_name, tool_call_id=call.tool_call_id, policy=policy
+        )
+        if evicted is None:  # kept whole, and marked so later requests don't try again
+            failed = {**base_metadata, EVICTION_METADATA_KEY: {"state": "failed"}}
+            return ToolReturn(return_value=value, content=content, metadata=failed)
+        replacement, info = evicted
+        return ToolReturn(
+            return_value=replacement, content=content, metadata={**base_metadata, EVICTION_METADATA_KEY: info}
+        )
+
+    # -- history processor form ------------------------------------------------------------------------------------
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        return await self._process(messages, _RunState(), None)
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
+        clone = replace(self)
+        clone._archives = self._archives
+        clone._archive_requests = self._archive_requests
+        clone._run = _RunState()
+        return clone
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        messages = request_context.messages
+        result = await self._process(messages, self._run or _RunState(), ctx)
+        if result is not messages:
+            ctx.messages[:] = result
+            request_context.messages = list(result)
+        return request_context
+
+    def get_toolset(self) -> FunctionToolset[Any] | None:
+        if not any(p.mode == "agent" for p in self.policies):
+            return None
+        toolset: FunctionToolset[Any] = FunctionToolset()
+        requests = self._archive_requests
+
+        @toolset.tool_plain
+        def archive_tool_output(tool_call_id: str) -> str:
+            """Move a large tool output you no longer need in full out of the context (it stays readable).
+
+            Args:
+                tool_call_id: the id named in the output's marker.
+            """
+            requests.add(tool_call_id)
+            return f"Output {tool_call_id} will be archived before your next request; its path will be in its place."
+
+        return toolset
+
+    async def _process(
+        self, messages: list[ModelMessage], state: _RunState, ctx: RunContext[Any] | None
+    ) -> list[ModelMessage]:
+        backend = self._backend(ctx)
+        start = (
+            state.scanned
+            if state.scanned and len(messages) >= state.scanned and messages[state.scanned - 1] is state.scanned_last
+            else 0
+        )
+        if start == 0:
+            state.pending.clear()
+        replacements: dict[tuple[int, int], ToolReturnPart] = {}
+        for i in range(start, len(messages)):
+            message = messages[i]
+            if not isinstance(message, ModelRequest):
+                continue
+            for j, part in enumerate(message.parts):
+                if isinstance(part, ToolReturnPart) and (found := self._candidate(i, part, state, backend)):
+                    await self._visit(i, j, part, *found, replacements)
+        for call_id, i in list(state.pending.items()):
+            await self._maybe_archive(messages, call_id, i, state, backend, replacements)
+        state.scanned, state.scanned_last = len(messages), (messages[-1] if messages else None)
+        if not replacements:
+            return messages
+        result = list(messages)
+        for i in sorted({i for i, _ in replacements}):
+            request = result[i]
+            assert isinstance(request, ModelRequest)
+            parts = [replacements.get((i, j), p) for j, p in enumerate(request.parts)]
+            result[i] = replace(request, parts=parts)
+        state.scanned_last = result[-1]
+        return result
+
+    def _candidate(
+        self, i: int, part: ToolReturnPart, state: _RunState, backend: BackendProtocol | None
+    ) -> tuple[str, EvictionPolicy, BackendProtocol] | None:
+        """The text and policy of an output to evict now; notes agent-mode outputs still pending. Sync and cheap:
+        a scan calls it for every tool output, most of which need nothing."""
+        metadata: Any = part.metadata
+        info: Any = cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
+        if isinstance(info, dict):
+            if cast(dict[str, Any], info).get("state") == "pending":
+                state.pending[part.tool_call_id] = i
+            return None
+        if backend is None:
+            return None
+        text = _as_text(part.content)
+        policy = self.policy_for(part.tool_name)
+        if text is None or estimate_text_tokens(text) <= self._limit(policy):
+            return None
+        return text, policy, backend
+
+    async def _visit(
+        self,
+        i: int,
+        j: int,
+        part: ToolReturnPart,
+        text: str,
+        policy: EvictionPolicy,
+        backend: BackendProtocol,
+        replacements: dict[tuple[int, int], ToolReturnPart],
+    ) -> None:
+        if policy.mode == "agent":
+            policy = replace(policy, mode="evict")  # a loaded history had its turn: archive now
+        evicted = await self.evict_text(
+            backend, text, tool_name=part.tool_name, tool_call_id=part.tool_call_id, policy=policy
+        )
+        if evicted is None:  # kept whole, and marked so later requests don't try again
+            failed = {**_metadata(part.metadata), EVICTION_METADATA_KEY: {"state": "failed"}}
+            replacements[(i, j)] = replace(part, metadata=failed)
+        else:
+            metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: evicted[1]}
+            replacements[(i, j)] = replace(part, content=evicted[0], metadata=metadata)
+
+    async def _maybe_archive(
+        self,
+        messages: list[ModelMessage],
+        call_id: str,
+        i: int,
+        state: _RunState,
+        backend: BackendProtocol | None,
+        replacements: dict[tuple[int, int], ToolReturnPart],
+    ) -> None:
+        request = messages[i] if i < len(messages) else None
+        if not isinstance(request, ModelRequest) or backend is None:
+            return
+        found = next(
+            (
+                (j, p)
+                for j, p in enumerate(request.parts)
+                if isinstance(p, ToolReturnPart) and p.tool_call_id == call_id
+            ),
+            None,
+        )
+        if found is None:
+            state.pending.pop(call_id, None)
+            return
+        j, part = found
+        policy = self.policy_for(part.tool_name)
+        turns = sum(isinstance(m, ModelResponse) for m in messages[i + 1 : i + 1 + 2 * policy.archive_after_turns])
+        asked = call_id in self._archive_requests
+        if not asked and turns < policy.archive_after_turns:
+            return
+        text = str(part.content).rsplit("\n\n[This output is large", 1)[0]
+        evicted = await self.evict_text(backend, text, tool_name=part.tool_name, tool_call_id=call_id, policy=policy)
+        if evicted is None:
+            return
+        metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: {**evicted[1], "mode": "agent"}}
+        replacements[(i, j)] = replace(part, content=evicted[0], metadata=metadata)
+        state.pending.pop(call_id, None)
+        self._archive_requests.discard(call_id)
+        await self._emit(OutputArchived(call_id, str(evicted[1]["path"]), asked))
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None

@@ -1,0 +1,119 @@
+"""Saving evicted outputs through a backend: content-hash deduplication, naming, retention and cleanup."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..backends import BackendProtocol, FileInfo, normalize_path
+from ._policy import EvictionPolicy, RetentionPolicy
+
+__all__ = ["EvictionArchive"]
+
+_INDEX_NAME = ".index.json"
+
+
+@dataclass
+class EvictionArchive:
+    """The eviction directory of one backend: where outputs go, which content is already there, what to delete.
+
+    Identical outputs are stored once: an index (`.index.json` in the directory) maps content hashes to files.
+    """
+
+    backend: BackendProtocol
+    directory: str = "/large_tool_results/"
+    _index: dict[str, str] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.directory = normalize_path(self.directory).rstrip("/") + "/"
+
+    @property
+    def index_path(self) -> str:
+        return self.directory + _INDEX_NAME
+
+    async def _load_index(self) -> dict[str, str]:
+        if self._index is None:
+            index: dict[str, str] = {}
+            try:
+                raw: Any = json.loads(await self.backend.read(self.index_path))
+                if isinstance(raw, dict):
+                    index = {str(k): str(v) for k, v in raw.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            except (FileNotFoundError, ValueError):
+                pass
+            self._index = index
+        return self._index
+
+    async def _save_index(self) -> None:
+        await self.backend.write(self.index_path, json.dumps(await self._load_index(), indent=0, sort_keys=True))
+
+    async def save(
+        self, text: str, *, policy: EvictionPolicy, tool_call_id: str, tool_name: str, kind: str
+    ) -> tuple[str, bool]:
+        """Store `text` (once per content) and return (path, whether it was already stored)."""
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        index = await self._load_index()
+        existing = index.get(digest)
+        if existing is not None and await self.backend.exists(existing):
+            return existing, True
+        name = policy.file_name(tool_call_id=tool_call_id, tool_name=tool_name, kind=kind, digest=digest)
+        path = await self._free_path(self.directory + name)
+        await self.backend.write(path, text)
+        index[digest] = path
+        await self._save_index()
+        return path, False
+
+    async def _free_path(self, path: str) -> str:
+        if not await self.backend.exists(path):
+            return path
+        stem, dot, suffix = path.rpartition(".")
+        if not dot or "/" in suffix:
+            stem, suffix = path, ""
+        for n in range(2, 10_000):
+            candidate = f"{stem}_{n}.{suffix}" if suffix else f"{stem}_{n}"
+            if not await self.backend.exists(candidate):
+                return candidate
+        raise RuntimeError(f"no free file name for {path}")
+
+    async def files(self) -> list[FileInfo]:
+        """The archived files, oldest first (the index file excluded)."""
+        try:
+            entries = await self.backend.ls(self.directory)
+        except FileNotFoundError:
+            return []
+        files = [e for e in entries if not e.is_dir and not e.path.endswith("/" + _INDEX_NAME)]
+        return sorted(files, key=lambda e: (e.modified, e.path))
+
+    async def apply_retention(self, retention: RetentionPolicy, *, now: float | None = None) -> list[str]:
+        """Delete the oldest files until the policy holds; returns exactly the paths deleted."""
+        files = await self.files()
+        now = time.time() if now is None else now
+        doomed: list[FileInfo] = []
+        if retention.max_age_s is not None:
+            doomed = [f for f in files if now - f.modified > retention.max_age_s]
+        kept = [f for f in files if f not in doomed]
+        while kept and (
+            (retention.max_files is not None and len(kept) > retention.max_files)
+            or (retention.max_bytes is not None and sum(f.size for f in kept) > retention.max_bytes)
+        ):
+            doomed.append(kept.pop(0))
+        return await self.delete([f.path for f in doomed])
+
+    async def delete(self, paths: list[str]) -> list[str]:
+        """Delete files and forget them in the index; returns the paths actually deleted."""
+        removed: list[str] = []
+        for path in paths:
+            try:
+                await self.backend.delete(path)
+            except FileNotFoundError:
+                continue
+            removed.append(path)
+        if removed:
+            index = await self._load_index()
+            gone = set(removed)
+            for digest in [d for d, p in index.items() if p in gone]:
+                del index[digest]
+            await self._save_index()
+        return removed
