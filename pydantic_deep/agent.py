@@ -1,0 +1,157 @@
+"""`create_deep_agent`: one call builds a pydantic-ai agent whose context cannot blow up.
+
+The processing order is fixed — the spine of the toolkit:
+
+```
+PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddleware (persist, count, compress)
+```
+
+so histories are repaired before anything reads them, large outputs are evicted before tokens are counted, and the
+history store records what the model is finally sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+
+from summarization_pydantic_ai import ContextManagerMiddleware
+
+from .deps import DeepAgentDeps
+from .eviction import EvictionProcessor
+from .filesystem import FilesystemToolset
+from .history_search import HistoryArchiveSearch
+from .memory import AgentMemoryToolset
+from .patch import PatchToolCalls
+from .todos import TodoCapability
+
+__all__ = ["DEFAULT_INSTRUCTIONS", "create_deep_agent", "session_messages_path"]
+
+DEFAULT_INSTRUCTIONS = """\
+You are a careful agent working in a virtual file system (paths start at /).
+Use ls, glob, grep and read_file to look, write_file and edit_file to change files.
+Large tool outputs are saved under /large_tool_results/ and replaced by a preview: page through the file with
+read_file(path, offset, limit) when you need more than the preview.
+For multi-step work keep a todo list with write_todos and update it as you go."""
+
+
+def session_messages_path(ctx: RunContext[Any]) -> Any:
+    """The run's `messages.json` (`DeepAgentDeps.messages_path`), or `None` when the deps keep nothing on disk."""
+    return getattr(ctx.deps, "messages_path", None)
+
+
+@dataclass
+class _BindContextManager(AbstractCapability[Any]):
+    """Hands the run's deps the middleware, so `/compact` and `/context` reach the very instance in use."""
+
+    middleware: ContextManagerMiddleware
+
+    async def before_run(self, ctx: RunContext[Any]) -> None:
+        if hasattr(ctx.deps, "context_manager"):
+            ctx.deps.context_manager = self.middleware
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None
+
+
+def _pick(value: Any, kind: type[Any], default: Any, name: str) -> Any:
+    """`True` -> the default instance, an instance -> itself, `False`/`None` -> left out."""
+    if value is True:
+        return default()
+    if value is False or value is None:
+        return None
+    if isinstance(value, kind):
+        return value
+    raise TypeError(f"{name} must be True, False, None or a {kind.__name__}, got {value!r}")
+
+
+def create_deep_agent(
+    model: Any = None,
+    *,
+    instructions: Any = DEFAULT_INSTRUCTIONS,
+    tools: Sequence[Any] = (),
+    toolsets: Sequence[Any] = (),
+    context_manager: ContextManagerMiddleware | bool | None = True,
+    eviction: EvictionProcessor | bool | None = True,
+    memory: AgentMemoryToolset | bool | None = None,
+    history_search: HistoryArchiveSearch | bool | None = None,
+    todos: bool = True,
+    filesystem: bool = True,
+    patch_tool_calls: bool = True,
+    capabilities: Sequence[AbstractCapability[Any]] = (),
+    **agent_kwargs: Any,
+) -> Agent[DeepAgentDeps, Any]:
+    """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
+
+    Args:
+        model: any pydantic-ai model or model name.
+        instructions: the agent's instructions (default: `DEFAULT_INSTRUCTIONS`).
+        tools: extra tools; toolsets: extra toolsets.
+        context_manager: a `ContextManagerMiddleware`, `True` for one writing
+            `.pydantic-deep/sessions/<id>/messages.json` (per `DeepAgentDeps`), or `False`/`None` for none.
+        eviction: an `EvictionProcessor`, `True` for the defaults (20,000 tokens, `/large_tool_results/`), or off.
+        memory: an `AgentMemoryToolset`, `True` for `.pydantic-deep/main/MEMORY.md`, or off.
+        history_search: a `HistoryArchiveSearch`, `True` for one over the run's session file, or off.
+        todos: add `write_todos`/`read_todos` and the todo list in the instructions.
+        filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).
+        patch_tool_calls: repair histories (unanswered or misplaced tool results) before anything reads them.
+        capabilities: your processors and capabilities; they run between eviction and the context manager.
+        **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
+
+    Example:
+        ```python
+        agent = create_deep_agent('openai:gpt-4.1')
+        result = await agent.run('Summarize the repository', deps=DeepAgentDeps())
+        ```
+    """
+    middleware = _pick(
+        context_manager,
+        ContextManagerMiddleware,
+        lambda: ContextManagerMiddleware(messages_path=session_messages_path),
+        "context_manager",
+    )
+    evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
+    if evictor is not None and middleware is not None and middleware.max_tool_output_tokens is not None:
+        raise ValueError(
+            "ContextManagerMiddleware.max_tool_output_tokens would cut tool outputs before eviction saves them "
+            "(tool hooks run innermost first); leave it None when eviction is on, the full output stays readable"
+        )
+    spine: list[AbstractCapability[Any]] = []
+    if patch_tool_calls:
+        spine.append(PatchToolCalls())
+    if evictor is not None:
+        spine.append(evictor)
+    spine.extend(capabilities)
+    if middleware is not None:
+        spine += [middleware, _BindContextManager(middleware)]
+    extras: list[Any] = [
+        item
+        for item in (
+            _pick(memory, AgentMemoryToolset, AgentMemoryToolset, "memory"),
+            _pick(history_search, HistoryArchiveSearch, HistoryArchiveSearch, "history_search"),
+        )
+        if item is not None
+    ]
+    extra_toolsets: list[Any] = []
+    for item in extras:
+        if isinstance(item, AbstractCapability):
+            spine.append(cast(AbstractCapability[Any], item))
+        else:
+            extra_toolsets.append(item.toolset() if hasattr(item, "toolset") else item)
+    if todos:
+        spine.append(TodoCapability())
+    all_toolsets = [*([FilesystemToolset()] if filesystem else []), *extra_toolsets, *toolsets]
+    return Agent(
+        model,
+        deps_type=DeepAgentDeps,
+        instructions=instructions,
+        tools=list(tools),
+        toolsets=all_toolsets,
+        capabilities=spine,
+        **agent_kwargs,
+    )
