@@ -1,6 +1,57 @@
-"""pydantic_deep: the harness on top of the context engine (backends, file tools, memory, sessions, CLI).
+"""pydantic_deep: the harness on top of the context engine.
 
-Built in later issues; it imports `summarization_pydantic_ai`, never the reverse.
+`create_deep_agent` builds a pydantic-ai agent with file tools, todos, eviction of large tool outputs, and the
+`ContextManagerMiddleware`, in a fixed order (the spine of the toolkit):
+
+PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddleware (persist, count, compress).
+
+It imports `summarization_pydantic_ai`, never the reverse.
 """
 
-__all__: list[str] = []
+from .agent import DEFAULT_INSTRUCTIONS, create_deep_agent, session_messages_path
+from .backends import (
+    BackendError,
+    BackendProtocol,
+    CompositeBackend,
+    EditError,
+    FileInfo,
+    GrepMatch,
+    LocalBackend,
+    PathEscapeError,
+    StateBackend,
+)
+from .deps import DeepAgentDeps
+from .eviction import EvictionPolicy, EvictionProcessor, RetentionPolicy
+from .filesystem import FilesystemToolset
+from .history_search import HistoryArchiveSearch
+from .memory import AgentMemoryToolset
+from .patch import INTERRUPTED_RESULT_CONTENT, PATCH_METADATA_KEY, PLACEHOLDER_PROMPT, PatchToolCalls
+from .todos import Todo, TodoCapability
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "INTERRUPTED_RESULT_CONTENT",
+    "PATCH_METADATA_KEY",
+    "PLACEHOLDER_PROMPT",
+    "AgentMemoryToolset",
+    "BackendError",
+    "BackendProtocol",
+    "CompositeBackend",
+    "DeepAgentDeps",
+    "EditError",
+    "EvictionPolicy",
+    "EvictionProcessor",
+    "FileInfo",
+    "FilesystemToolset",
+    "GrepMatch",
+    "HistoryArchiveSearch",
+    "LocalBackend",
+    "PatchToolCalls",
+    "PathEscapeError",
+    "RetentionPolicy",
+    "StateBackend",
+    "Todo",
+    "TodoCapability",
+    "create_deep_agent",
+    "session_messages_path",
+]

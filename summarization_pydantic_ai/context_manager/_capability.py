@@ -351,7 +351,7 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         if error:
             await emit_event(self.event_callback, CallbackFailed(_NAME, "on_usage_update", error))
 
-    async def _compress(  # noqa: PLR0917
+    async def _compress(
         self,
         messages: list[ModelMessage],
         size: Measure,

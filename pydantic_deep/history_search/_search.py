@@ -1,0 +1,277 @@
+"""`HistoryArchiveSearch`: search the full, uncompressed history (messages, summaries, evicted outputs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio.to_thread
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from summarization_pydantic_ai import HistoryStore, HistoryStoreError, JsonHistoryStore, get_message_id
+from summarization_pydantic_ai._render import render_messages
+from summarization_pydantic_ai._tokens import estimate_text_tokens
+
+from ..backends import BackendProtocol
+from ._index import Hit, NewRecord, SessionIndex, evicted_paths
+from ._text import QueryError, build_fts_query, query_terms
+
+__all__ = ["HistoryArchiveSearch", "SearchResult"]
+
+Role = Literal["user", "assistant", "tool", "summary", "system"]
+_LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "summary": "Summary", "system": "System"}
+_MAX_LINE = 300
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What one query found: ranked hits and the text the agent sees."""
+
+    hits: list[Hit]
+    text: str
+    total_shown: int
+    page: int
+
+
+def _excerpt(body: str, query: str, context_lines: int) -> str:
+    """A few lines around the first line that matches a query term (case-insensitive)."""
+    terms = sorted({w.lower() for t, _ in query_terms(query) for w in t.split()}, key=len, reverse=True)
+    lines = body.splitlines() or [body]
+    # The line holding the most query words (longest words first breaks ties toward the rarer match).
+    scores = [sum(t in line.lower() for t in terms) for line in lines]
+    match = max(range(len(lines)), key=lambda i: (scores[i], -i)) if any(scores) else 0
+    window = lines[max(0, match - context_lines) : match + context_lines + 1]
+    out: list[str] = []
+    for line in window:
+        if len(line) <= _MAX_LINE:
+            out.append(line)
+            continue
+        lowered = line.lower()
+        at = min((lowered.find(t) for t in terms if t in lowered), default=0)
+        start = max(0, at - _MAX_LINE // 3)
+        out.append(("…" if start else "") + line[start : start + _MAX_LINE] + "…")
+    return "\n".join(out)
+
+
+@dataclass
+class HistoryArchiveSearch:
+    """The `search_conversation_history` and `read_history` tools over a session's full history.
+
+    Reads the very store the middleware writes (`HistoryArchiveSearch(store=middleware.store)`), a history file on
+    its own (`messages_path=...`), or the run's session (`DeepAgentDeps.messages_path`) when given neither. With
+    `sessions_dir`, `session="all"` searches every session under it. Pass the `backend` where evicted outputs live to
+    index their full text too.
+
+    Example:
+        ```python
+        search = HistoryArchiveSearch(store=middleware.store)
+        agent = Agent(model, toolsets=[search.toolset()])
+        ```
+    """
+
+    store: HistoryStore | None = None
+    messages_path: str | Path | None = None
+    sessions_dir: str | Path | None = None
+    backend: BackendProtocol | None = None
+    max_results: int = 10
+    token_budget: int = 2_000
+    """Upper bound on one result page, in estimated tokens."""
+    context_lines: int = 2
+    _indexes: dict[Path, SessionIndex] = field(default_factory=dict[Path, SessionIndex], init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.store is not None and self.messages_path is not None:
+            raise ValueError("pass either store or messages_path, not both")
+        if not 1 <= self.max_results <= 50:
+            raise ValueError(f"max_results must be in 1..50, got {self.max_results}")
+        if self.token_budget < 200:
+            raise ValueError(f"token_budget must be at least 200, got {self.token_budget}")
+
+    # -- sources ---------------------------------------------------------------------------------------------------
+
+    def _path_for(self, ctx: RunContext[Any] | None) -> Path | None:
+        if self.store is not None:
+            path = getattr(self.store, "path", None)
+            if path is None:
+                raise HistoryStoreError("this store has no file to index; use a JsonHistoryStore")
+            return Path(path)
+        if self.messages_path is not None:
+            return Path(self.messages_path)
+        deps_path = getattr(ctx.deps, "messages_path", None) if ctx is not None else None
+        return Path(deps_path) if deps_path is not None else None
+
+    def index_for(self, path: str | Path, session: str = "") -> SessionIndex:
+        resolved = Path(path).resolve()
+        index = self._indexes.get(resolved)
+        if index is None:
+            index = self._indexes[resolved] = SessionIndex(resolved, session=session)
+        return index
+
+    def _session_paths(self, ctx: RunContext[Any] | None, session: str | None) -> list[tuple[str, Path]]:
+        if session and self.sessions_dir is not None:
+            root = Path(self.sessions_dir)
+            if session == "all":
+                return [(p.parent.name, p) for p in sorted(root.glob("*/messages.json"))]
+            path = root / session / "messages.json"
+            if "/" in session or not path.exists():
+                raise QueryError(f"no session {session!r} under {root}")
+            return [(session, path)]
+        path = self._path_for(ctx)
+        return [("", path)] if path is not None else []
+
+    async def update(self, index: SessionIndex, backend: BackendProtocol | None = None) -> int:
+        """Bring `index` up to date with its file (O(new records)); evicted outputs are read from `backend`."""
+        source = backend or self.backend
+
+        def read_and_insert() -> tuple[list[NewRecord], int, int | None]:
+            # One worker-thread hop when no evicted output has to be read from the (async) backend.
+            records, end = index.read_new()
+            if records and (source is None or not any(evicted_paths(r.message) for r in records)):
+                return records, end, index.insert(records, {}, end)
+            return records, end, None
+
+        records, end, inserted = await anyio.to_thread.run_sync(read_and_insert)
+        if inserted is not None:
+            return inserted
+        if not records:
+            return 0
+        extras: dict[str, str] = {}
+        for record in records:
+            paths = evicted_paths(record.message)
+            if not paths or source is None:
+                continue
+            texts: list[str] = []
+            for path in paths:
+                try:
+                    texts.append(f"Evicted output {path}:\n{await source.read(path)}")
+                except (OSError, PermissionError):
+                    continue  # cleaned up since: the preview in the message is still indexed
+            extras[get_message_id(record.message) or ""] = "\n".join(texts)
+        return await anyio.to_thread.run_sync(index.insert, records, extras, end)
+
+    # -- searching -------------------------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        role: Role | None = None,
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        session: str | None = None,
+        page: int = 1,
+        ctx: RunContext[Any] | None = None,
+    ) -> SearchResult:
+        """Ranked excerpts for `query`; raises `QueryError` for a query with nothing searchable."""
+        fts = build_fts_query(query)
+        if page < 1:
+            raise QueryError("page starts at 1")
+        sources = self._session_paths(ctx, session)
+        backend = self.backend or (getattr(ctx.deps, "backend", None) if ctx is not None else None)
+        hits: list[Hit] = []
+        want = self.max_results * page
+        for name, path in sources:
+            index = self.index_for(path, name)
+            await self.update(index, backend)
+            found = await anyio.to_thread.run_sync(
+                lambda index=index: index.search(
+                    fts, roles=[role] if role else (), tool_name=tool_name, since=since, until=until, limit=want + 1
+                )
+            )
+            hits += [replace(hit, session=name) for hit in found]
+        hits.sort(key=lambda h: h.score)
+        shown = hits[(page - 1) * self.max_results : want]
+        return SearchResult(shown, self._format(query, shown, page, len(hits) > want), len(shown), page)
+
+    def _format(self, query: str, hits: list[Hit], page: int, more: bool) -> str:
+        if not hits:
+            return f"No messages match {query[:200]!r}." + (" (past the last page)" if page > 1 else "")
+        first = (page - 1) * self.max_results + 1
+        lines = [f"Matches for {query[:200]!r} (results {first}-{first + len(hits) - 1}, best first):"]
+        budget = self.token_budget - estimate_text_tokens(lines[0]) - 60
+        for n, hit in enumerate(hits, start=first):
+            label = "/".join(_LABELS.get(r, r) for r in hit.roles.split())
+            where = f" session {hit.session}," if hit.session else ""
+            block = f"\n{n}. [{label}]{where} message id {hit.message_id} ({hit.timestamp[:19]})\n" + "\n".join(
+                "   " + line for line in _excerpt(hit.body, query, self.context_lines).splitlines()
+            )
+            cost = estimate_text_tokens(block)
+            if cost > budget:
+                lines.append(f"\n[{len(hits) - n + first} more matches cut to stay within the output budget]")
+                break
+            budget -= cost
+            lines.append(block)
+        lines.append('\nFor a verbatim original: read_history(start_id="<message id>").')
+        if more:
+            lines.append(f"More results: search again with page={page + 1}.")
+        return "\n".join(lines)
+
+    # -- the tools -------------------------------------------------------------------------------------------------
+
+    def toolset(self) -> FunctionToolset[Any]:
+        """`search_conversation_history` and `read_history` as a pydantic-ai toolset."""
+        toolset: FunctionToolset[Any] = FunctionToolset()
+        search = self
+
+        @toolset.tool
+        async def search_conversation_history(
+            ctx: RunContext[Any],
+            query: str,
+            role: Role | None = None,
+            tool_name: str | None = None,
+            since: str | None = None,
+            until: str | None = None,
+            session: str | None = None,
+            page: int = 1,
+        ) -> str:
+            """Search the whole conversation, including what was summarized away and large tool outputs.
+
+            Words are matched case-insensitively, in any language; "quoted text" matches a phrase, a trailing *
+            a prefix (pars*). Results show message ids: use read_history for the exact original.
+
+            Args:
+                query: words, "a phrase", or prefix*.
+                role: only messages of this role: user, assistant, tool, summary, system.
+                tool_name: only messages with calls to or results from this tool.
+                since: only messages at or after this ISO time (e.g. 2026-11-22T10:00).
+                until: only messages at or before this ISO time.
+                session: a session id to search instead of the current one, or "all".
+                page: result page, from 1.
+            """
+            try:
+                result = await search.search(
+                    query, role=role, tool_name=tool_name, since=since, until=until, session=session, page=page, ctx=ctx
+                )
+            except (QueryError, HistoryStoreError) as exc:
+                return f"Search not run: {exc}"
+            return result.text
+
+        @toolset.tool
+        async def read_history(
+            ctx: RunContext[Any], start_id: str, end_id: str | None = None, offset: int = 0, limit: int = 20
+        ) -> str:
+            """Read original messages verbatim, from start_id to end_id (inclusive), paged.
+
+            Args:
+                start_id: the first message id (from a search result or a summary).
+                end_id: the last message id (default: just the start message's span to the end).
+                offset: position within the span to start at.
+                limit: messages per page (at most 50).
+            """
+            path = search._path_for(ctx)
+            if path is None:
+                raise ModelRetry("this agent keeps no history file")
+            store = search.store or JsonHistoryStore.reader(path)
+            try:
+                page = await store.read(start_id, end_id or start_id, offset=offset, limit=max(1, min(limit, 50)))
+            except HistoryStoreError as exc:
+                raise ModelRetry(str(exc)) from exc
+            text = render_messages(page.messages, start_index=page.offset)
+            if page.next_offset is not None:
+                text += f"\n[more: call read_history again with offset={page.next_offset}]"
+            return text
+
+        return toolset
