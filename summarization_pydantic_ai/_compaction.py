@@ -16,6 +16,7 @@ from typing import Any
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
 
 from ._cutoff import find_safe_cutoff, safe_head_end
+from ._events import CompactionCompleted
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
 
@@ -184,3 +185,30 @@ def assemble(messages: Sequence[ModelMessage], plan: CompactionPlan, summary: Mo
     if plan.system_head is not None:
         head.append(plan.system_head)
     return [*head, summary, *messages[plan.cutoff :]]
+
+
+def completed_event(
+    processor: str,
+    messages: Sequence[ModelMessage],
+    result: Sequence[ModelMessage],
+    plan: CompactionPlan,
+    outcome: SummaryOutcome,
+    *,
+    tokens_before: int,
+    tokens_after: int,
+    model: str | None,
+) -> CompactionCompleted:
+    """The event that reports one finished compaction."""
+    return CompactionCompleted(
+        processor=processor,
+        messages_before=len(messages),
+        messages_after=len(result),
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        cutoff=plan.cutoff,
+        summarized_messages=len(plan.span),
+        duration_s=outcome.duration_s,
+        summarizer=outcome.summarizer,
+        model=model,
+        fallback_reason=outcome.fallback_reason,
+    )

@@ -24,10 +24,15 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from .._compaction import assemble_merged, build_summary_message, plan_compaction, summarize_with_fallback
+from .._compaction import (
+    assemble_merged,
+    build_summary_message,
+    completed_event,
+    plan_compaction,
+    summarize_with_fallback,
+)
 from .._events import (
     CallbackFailed,
-    CompactionCompleted,
     CompactionFailed,
     CompactionSkipped,
     CompactionStarted,
@@ -41,8 +46,8 @@ from .._messages import get_message_id, summary_info
 from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, async_count_tokens, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
-from ..processors._base import RunInfo, measure, request_overhead_tokens
-from ..processors._summarization import check_counter, keep_message_counter, make_summarizer, new_problems
+from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
+from ..processors._summarization import keep_message_counter, make_summarizer, new_problems
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import Summarizer, latest_user_request
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
@@ -432,18 +437,8 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         with self._shared.lock:
             self._shared.compression_count += 1
         tokens_after = await async_count_tokens(self.token_counter, result)
-        completed = CompactionCompleted(
-            processor=_NAME,
-            messages_before=len(messages),
-            messages_after=len(result),
-            tokens_before=size.tokens,
-            tokens_after=tokens_after,
-            cutoff=plan.cutoff,
-            summarized_messages=len(plan.span),
-            duration_s=outcome.duration_s,
-            summarizer=outcome.summarizer,
-            model=model,
-            fallback_reason=outcome.fallback_reason,
+        completed = completed_event(
+            _NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
         )
         await emit_event(self.event_callback, completed)
         return result

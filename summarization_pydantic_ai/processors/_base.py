@@ -19,7 +19,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestContext
 
-from .._sizes import Measure
+from .._sizes import ContextSize, Measure, check_keep_below_trigger, normalize_keep, normalize_trigger
 from .._tokens import RequestAwareCounter, RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 
@@ -146,3 +146,31 @@ async def measure(
         if run is not None:
             tokens += run.request.overhead_tokens
     return Measure(messages=len(messages), tokens=tokens, budget=budget)
+
+
+def check_counter(counter: Any) -> None:
+    if not callable(counter):
+        raise TypeError(f"token_counter must be a callable messages -> int (sync or async), got {counter!r}")
+
+
+def validate_cut_settings(
+    trigger: Any,
+    keep: Any,
+    *,
+    token_counter: Any,
+    keep_head: int = 0,
+    reserve_output_tokens: int = 0,
+    max_tokens: int | None = None,
+) -> tuple[tuple[ContextSize, ...], ContextSize]:
+    """Check what the cutting processors share at construction; returns (triggers, keep) normalized."""
+    triggers = normalize_trigger(trigger)
+    normalized_keep = normalize_keep(keep)
+    check_keep_below_trigger(normalized_keep, triggers)
+    check_counter(token_counter)
+    if keep_head < 0:
+        raise ValueError(f"keep_head must be >= 0, got {keep_head}")
+    if reserve_output_tokens < 0:
+        raise ValueError(f"reserve_output_tokens must be >= 0, got {reserve_output_tokens}")
+    if max_tokens is not None and max_tokens <= reserve_output_tokens:
+        raise ValueError("max_tokens must be larger than reserve_output_tokens")
+    return triggers, normalized_keep

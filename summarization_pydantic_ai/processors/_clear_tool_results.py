@@ -12,8 +12,7 @@ from .._events import EventCallback, ToolResultsCleared, emit_event
 from .._render import part_text
 from .._sizes import ContextSize, normalize_trigger
 from .._tokens import TokenCounter, count_tokens_approximately, estimate_text_tokens
-from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
-from ._summarization import check_counter
+from ._base import HistoryProcessor, RunInfo, check_counter, measure, resolve_budget
 
 __all__ = ["CLEARED_METADATA_KEY", "ClearToolResultsProcessor"]
 

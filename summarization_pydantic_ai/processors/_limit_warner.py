@@ -9,8 +9,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart
 
 from .._events import EventCallback, LimitWarningIssued, emit_event
 from .._tokens import TokenCounter, count_tokens_approximately
-from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
-from ._summarization import check_counter
+from ._base import HistoryProcessor, RunInfo, check_counter, measure, resolve_budget
 
 __all__ = ["WARNING_METADATA_KEY", "LimitWarnerProcessor"]
 

@@ -11,10 +11,10 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 from .._compaction import plan_compaction
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, summary_info
-from .._sizes import ContextSize, check_keep_below_trigger, normalize_keep, normalize_trigger
+from .._sizes import ContextSize
 from .._tokens import TokenCounter, count_tokens_approximately
-from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
-from ._summarization import check_counter, keep_message_counter, new_problems
+from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
+from ._summarization import keep_message_counter, new_problems
 
 __all__ = ["SlidingWindowProcessor"]
 
@@ -52,14 +52,14 @@ class SlidingWindowProcessor(HistoryProcessor):
     _keep: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._triggers = normalize_trigger(self.trigger)
-        self._keep = normalize_keep(self.keep)
-        check_keep_below_trigger(self._keep, self._triggers)
-        check_counter(self.token_counter)
-        if self.keep_head < 0:
-            raise ValueError(f"keep_head must be >= 0, got {self.keep_head}")
-        if self.reserve_output_tokens < 0:
-            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+        self._triggers, self._keep = validate_cut_settings(
+            self.trigger,
+            self.keep,
+            token_counter=self.token_counter,
+            keep_head=self.keep_head,
+            reserve_output_tokens=self.reserve_output_tokens,
+            max_tokens=self.max_tokens,
+        )
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         if not messages or not self._triggers:

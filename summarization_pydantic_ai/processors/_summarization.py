@@ -10,9 +10,8 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from .._compaction import assemble, build_summary_message, plan_compaction, summarize_with_fallback, summarizer_name
+from .._compaction import assemble, build_summary_message, completed_event, plan_compaction, summarize_with_fallback
 from .._events import (
-    CompactionCompleted,
     CompactionSkipped,
     CompactionStarted,
     EventCallback,
@@ -20,11 +19,11 @@ from .._events import (
     emit_event,
 )
 from .._messages import validate_history
-from .._sizes import ContextSize, Measure, check_keep_below_trigger, normalize_keep, normalize_trigger
+from .._sizes import ContextSize, Measure
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
 from ..summarize._template import DEFAULT_SUMMARY_PROMPT, validate_template
-from ._base import HistoryProcessor, RunInfo, measure, resolve_budget
+from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
 
 __all__ = ["SummarizationProcessor", "make_summarizer"]
 
@@ -42,11 +41,6 @@ def make_summarizer(model: Any, *, prompt_template: str | None = None, timeout: 
     if isinstance(model, str) or hasattr(model, "request"):
         return LLMSummarizer(model, prompt_template=prompt_template or DEFAULT_SUMMARY_PROMPT, timeout=timeout)
     raise TypeError(f"model must be a model name, a pydantic-ai Model, a Summarizer or None, got {model!r}")
-
-
-def check_counter(counter: Any) -> None:
-    if not callable(counter):
-        raise TypeError(f"token_counter must be a callable messages -> int (sync or async), got {counter!r}")
 
 
 def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> list[str]:
@@ -123,16 +117,14 @@ class SummarizationProcessor(HistoryProcessor):
     _keep: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._triggers = normalize_trigger(self.trigger)
-        self._keep = normalize_keep(self.keep)
-        check_keep_below_trigger(self._keep, self._triggers)
-        check_counter(self.token_counter)
-        if self.keep_head < 0:
-            raise ValueError(f"keep_head must be >= 0, got {self.keep_head}")
-        if self.reserve_output_tokens < 0:
-            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
-        if self.max_tokens is not None and self.max_tokens <= self.reserve_output_tokens:
-            raise ValueError("max_tokens must be larger than reserve_output_tokens")
+        self._triggers, self._keep = validate_cut_settings(
+            self.trigger,
+            self.keep,
+            token_counter=self.token_counter,
+            keep_head=self.keep_head,
+            reserve_output_tokens=self.reserve_output_tokens,
+            max_tokens=self.max_tokens,
+        )
         if self.prompt_template is not None:
             validate_template(self.prompt_template)
         self._summarizer = make_summarizer(
@@ -203,22 +195,10 @@ class SummarizationProcessor(HistoryProcessor):
             logger.error("%s: compaction would break the history (%s); history left unchanged", name, problems)
             return messages
         tokens_after = await async_count_tokens(self.token_counter, result)
-        await emit_event(
-            self.event_callback,
-            CompactionCompleted(
-                processor=name,
-                messages_before=len(messages),
-                messages_after=len(result),
-                tokens_before=size.tokens,
-                tokens_after=tokens_after,
-                cutoff=plan.cutoff,
-                summarized_messages=len(plan.span),
-                duration_s=outcome.duration_s,
-                summarizer=outcome.summarizer or summarizer_name(self._summarizer),
-                model=model,
-                fallback_reason=outcome.fallback_reason,
-            ),
+        completed = completed_event(
+            name, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
         )
+        await emit_event(self.event_callback, completed)
         return result
 
 
