@@ -1,8 +1,12 @@
 """Hostile paths against `LocalBackend` and the file tools: zero reads or writes outside the root.
 
-Every case builds a root with symlinks leading out (to a sentinel file, to a directory holding it, to /etc, through a
-chain, dangling) and checks, after the operation, that nothing outside the root was modified or created, and that no
-returned value contains the sentinel's text or /etc/passwd's.
+Every case builds a root with symlinks leading out (to a sentinel file, to a directory holding it, to an /etc look-alike,
+through a chain, dangling) and checks, after the operation, that nothing outside the root was modified or created, and
+that no returned value contains the sentinel's text or the fake passwd's.
+
+Every target outside the root lives under pytest's tmp_path, never on the host's real paths: a regression in the
+confinement (or a deliberately broken build used to check that these tests catch one) must not be able to write to
+or delete the machine's /etc.
 """
 
 from __future__ import annotations
@@ -117,6 +121,9 @@ def world(tmp_path: Path) -> Iterator[World]:
     sentinel = outside / "sentinel.txt"
     sentinel.write_text(f"{SECRET}\n")
     (outside / "dir" / "inner.txt").write_text(f"{SECRET} inner\n")
+    fake_etc = outside / "etc"  # stands in for /etc: hostile paths aim at it through a symlink
+    fake_etc.mkdir()
+    (fake_etc / "passwd").write_text(f"{PASSWD_MARK}:root:/root:/bin/bash\n")
     root = tmp_path / "root"
     (root / "sub").mkdir(parents=True)
     (root / "inside.txt").write_text("inside\n")
@@ -124,7 +131,7 @@ def world(tmp_path: Path) -> Iterator[World]:
     links = {
         "link_out": outside,
         "link_file_out": sentinel,
-        "link_etc": Path("/etc"),
+        "link_etc": fake_etc,
         "chain1": root / "chain2",
         "chain2": sentinel,
         "dangling_out": outside / "would_be_created",
@@ -136,10 +143,9 @@ def world(tmp_path: Path) -> Iterator[World]:
     for name, target in links.items():
         (root / name).symlink_to(target)
     w = World(root, outside, sentinel, LocalBackend(root))
-    before, etc_before = w.snapshot(), sorted(os.listdir("/etc"))
+    before = w.snapshot()
     yield w
     assert w.snapshot() == before, "something outside the root was created, modified or deleted"
-    assert sorted(os.listdir("/etc")) == etc_before
     assert sentinel.read_text() == f"{SECRET}\n"
 
 
