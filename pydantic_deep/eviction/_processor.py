@@ -48,6 +48,19 @@ def _as_text(value: Any) -> str | None:
         return None  # multimodal or opaque objects are left alone
 
 
+_PAGEABLE_LINE = 2_000
+
+
+def _pageable(text: str, kind: str) -> str:
+    """JSON on one long line is saved indented, so `read_file` can page through it line by line."""
+    if kind != "json" or max(map(len, text.splitlines() or [""])) <= _PAGEABLE_LINE:
+        return text
+    try:
+        return json.dumps(json.loads(text), indent=1, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
 def _metadata(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
 
@@ -147,6 +160,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     ) -> tuple[str, dict[str, Any]] | None:
         """Save `text` and return (replacement text, metadata), or `None` when saving failed."""
         kind = detect_kind(text) if policy.preview == "auto" else policy.preview
+        text = _pageable(text, kind)
         tokens = estimate_text_tokens(text)
         try:
             path, deduplicated = await self.archive(backend).save(
@@ -164,7 +178,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # as read_file numbers them
         preview = make_preview(text, kind, max_chars=self.preview_chars)
         note = (
-            f"\n\n[The full output ({tokens:,} tokens, {lines:,} lines) was saved to {path}. "
+            f"\n\n[The full output ({tokens:,} tokens, {lines:,} line{'' if lines == 1 else 's'}) was saved to {path}. "
             f'Read it with read_file(path="{path}", offset=0, limit=200) and page on with a larger offset.]'
         )
         metadata = {"path": path, "tokens": tokens, "lines": lines, "kind": kind, "state": "archived"}

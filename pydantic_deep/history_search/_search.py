@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,19 @@ class SearchResult:
     text: str
     total_shown: int
     page: int
+
+
+def _utc_bound(value: str | None, name: str) -> str | None:
+    """An ISO time as the UTC text the index stores (a time without an offset is taken as UTC)."""
+    if value is None or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise QueryError(f"{name} must be an ISO time like 2026-11-22T10:00 or 2026-11-22T10:00+02:00") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 def _excerpt(body: str, query: str, context_lines: int) -> str:
@@ -167,6 +181,7 @@ class HistoryArchiveSearch:
     ) -> SearchResult:
         """Ranked excerpts for `query`; raises `QueryError` for a query with nothing searchable."""
         fts = build_fts_query(query)
+        since, until = _utc_bound(since, "since"), _utc_bound(until, "until")
         if page < 1:
             raise QueryError("page starts at 1")
         sources = self._session_paths(ctx, session)

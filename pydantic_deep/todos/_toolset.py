@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai import ModelRetry, RunContext, ToolFailed
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
@@ -38,7 +38,7 @@ def render_todos(todos: list[Todo]) -> str:
 def _todos_of(ctx: RunContext[Any]) -> list[Todo]:
     todos = getattr(ctx.deps, "todos", None)
     if not isinstance(todos, list):
-        raise ModelRetry("todos are unavailable: the agent's deps have no `todos` list (use DeepAgentDeps)")
+        raise ToolFailed("todos are unavailable: the agent's deps have no `todos` list (use DeepAgentDeps)")
     return todos  # pyright: ignore[reportUnknownVariableType]
 
 

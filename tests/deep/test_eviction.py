@@ -106,7 +106,11 @@ async def test_large_outputs_are_evicted_with_structure_aware_previews() -> None
     for name, make in OUTPUTS.items():
         path = re.search(r"saved to (\S+)\.", previews[name])
         assert path is not None
-        assert await deps.backend.read(path.group(1)) == make()  # the full output, byte for byte
+        saved = await deps.backend.read(path.group(1))
+        if name == "json_tool":  # one long JSON line is saved indented, so read_file can page it
+            assert json.loads(saved) == json.loads(make()) and max(map(len, saved.splitlines())) < 200
+        else:
+            assert saved == make()  # byte for byte
         assert len(previews[name]) < 3_000
     assert "ERROR database connection refused" in script.read_back[0]  # paged back with read_file
     assert sum(isinstance(e, OutputEvicted) for e in events) == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,10 @@ async def test_filters_phrases_prefixes_and_pages(tmp_path: Path) -> None:
     assert stamp is not None
     since = await search.search("parser", since=stamp.isoformat())
     assert since.total_shown > 0 and all(h.timestamp >= stamp.isoformat() for h in since.hits)
+    shifted = stamp.astimezone(timezone(timedelta(hours=2))).isoformat()  # the same moment, another offset
+    assert (await search.search("parser", since=shifted)).total_shown == since.total_shown
+    with pytest.raises(QueryError, match="ISO time"):
+        await search.search("parser", since="yesterday")
     with pytest.raises(QueryError):
         await search.search("parser", page=0)
 

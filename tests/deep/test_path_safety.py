@@ -1,8 +1,8 @@
 """Hostile paths against `LocalBackend` and the file tools: zero reads or writes outside the root.
 
-Every case builds a root with symlinks leading out (to a sentinel file, to a directory holding it, to an /etc look-alike,
-through a chain, dangling) and checks, after the operation, that nothing outside the root was modified or created, and
-that no returned value contains the sentinel's text or the fake passwd's.
+Every case builds a root with symlinks leading out (to a sentinel file, to a directory holding it, to an /etc
+look-alike, through a chain, dangling) and checks, after the operation, that nothing outside the root was modified
+or created, and that no returned value contains the sentinel's text or the fake passwd's.
 
 Every target outside the root lives under pytest's tmp_path, never on the host's real paths: a regression in the
 confinement (or a deliberately broken build used to check that these tests catch one) must not be able to write to
