@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .backends import BackendProtocol, StateBackend
+from .backends import BackendProtocol, CompositeBackend, LocalBackend, StateBackend
 from .todos import Todo
 
 if TYPE_CHECKING:
@@ -51,6 +51,22 @@ class DeepAgentDeps:
             raise ValueError(f"session_id must be a plain name, got {self.session_id!r}")
         if self.base_dir is not None:
             self.base_dir = Path(self.base_dir)
+
+    @classmethod
+    def on_disk(
+        cls, workspace: str | Path = ".", *, base_dir: str | Path = DEFAULT_BASE_DIR, session_id: str | None = None
+    ) -> DeepAgentDeps:
+        """Deps that work on a real directory: the file tools see `workspace`, evicted outputs land in
+        `<base_dir>/large_tool_results/` (the session layout), and the session's messages.json in `<base_dir>`.
+
+        Example:
+            ```python
+            deps = DeepAgentDeps.on_disk('.', session_id='fix-bug-42')
+            ```
+        """
+        base = Path(base_dir)
+        backend = CompositeBackend(LocalBackend(workspace), routes={"/large_tool_results/": LocalBackend(base)})
+        return cls(backend=backend, base_dir=base, session_id=session_id or new_session_id())
 
     @property
     def session_dir(self) -> Path | None:

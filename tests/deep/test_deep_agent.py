@@ -139,3 +139,13 @@ async def test_deps_with_defaults_work(tmp_path: Path, monkeypatch: pytest.Monke
     agent = create_deep_agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("hi")])), context_manager=False)
     result = await agent.run("hello", deps=DeepAgentDeps())
     assert result.output == "hi"
+
+
+async def test_on_disk_deps_follow_the_session_layout(tmp_path: Path) -> None:
+    deps = DeepAgentDeps.on_disk(tmp_path / "workspace", base_dir=tmp_path / ".pydantic-deep", session_id="abc")
+    await deps.backend.write("/large_tool_results/call_1", "evicted")
+    await deps.backend.write("/src/app.py", "print(1)")
+    assert (tmp_path / ".pydantic-deep" / "large_tool_results" / "call_1").read_text() == "evicted"
+    assert (tmp_path / "workspace" / "src" / "app.py").read_text() == "print(1)"
+    assert deps.messages_path == tmp_path / ".pydantic-deep" / "sessions" / "abc" / "messages.json"
+    assert deps.memory_dir == tmp_path / ".pydantic-deep" / "main"
