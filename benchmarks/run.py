@@ -14,7 +14,9 @@ Target: under 1 ms at 10,000 messages, and a cost that does not grow with the hi
 ratio under 2).
 
 The page also gets a section for `ContextManagerMiddleware` with persistence (issue 3), measured by
-`benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing).
+`benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
+sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
+(`python benchmarks/deep.py` prints them alone).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import platform
+import sqlite3
 import statistics
 import sys
 import time
@@ -395,10 +398,19 @@ def _middleware_module() -> Any:
     return middleware
 
 
+def _deep_module() -> Any:
+    """`benchmarks/deep.py` (EvictionProcessor and history search); it imports this script's helpers as `run`."""
+    _middleware_module()  # sets up `run` and the import path
+    import deep
+
+    return deep
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
     middleware: tuple[list[Any], list[Any]],
+    deep: tuple[Any, Any],
     args: argparse.Namespace,
     elapsed: float,
 ) -> str:
@@ -406,8 +418,9 @@ def render_markdown(
     lines = [
         "# Benchmarks",
         "",
-        "The cost of one history-processor call on a long history, and of `ContextManagerMiddleware` with "
-        "persistence, measured by `benchmarks/run.py` (and `benchmarks/middleware.py`).",
+        "The cost of one history-processor call on a long history, of `ContextManagerMiddleware` with "
+        "persistence, of `EvictionProcessor` per request, and of the history search (index build, queries, "
+        "updates), measured by `benchmarks/run.py` (and `benchmarks/middleware.py`, `benchmarks/deep.py`).",
         "This page is generated: run `python benchmarks/run.py` from the repository root to refresh it.",
         "",
         *_target_lines(rows),
@@ -461,6 +474,7 @@ def render_markdown(
         "- The machine may be shared with other work, so single calls can be slow outliers: compare medians.",
         "",
         *_middleware_module().markdown_lines(*middleware, args.iterations),
+        *_deep_module().markdown_lines(*deep, args.iterations),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -468,9 +482,9 @@ def render_markdown(
         f"- Python: {platform.python_implementation()} {platform.python_version()} ({sys.platform})",
         f"- Load average (1 min) at the end: {_load()}",
         f"- pydantic-ai-slim: {_version('pydantic-ai-slim')}; "
-        f"summarization-pydantic-ai: {_version('summarization-pydantic-ai')}",
-        f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind (middleware: per size); total "
-        f"run time {elapsed:,.0f} s.",
+        f"summarization-pydantic-ai: {_version('summarization-pydantic-ai')}; SQLite: {sqlite3.sqlite_version}",
+        f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind (middleware: per size; "
+        f"EvictionProcessor: later requests in all); total run time {elapsed:,.0f} s.",
         "",
     ]
     return "\n".join(lines)
@@ -496,7 +510,7 @@ def print_results(rows: list[Row], references: dict[int, dict[str, Timing]]) -> 
 
 async def run(
     args: argparse.Namespace,
-) -> tuple[list[Row], dict[int, dict[str, Timing]], tuple[list[Any], list[Any]]]:
+) -> tuple[list[Row], dict[int, dict[str, Timing]], tuple[list[Any], list[Any]], tuple[Any, Any]]:
     rows: list[Row] = []
     references: dict[int, dict[str, Timing]] = {}
     for name in subjects(min(SIZES)):
@@ -508,7 +522,8 @@ async def run(
     for size in SIZES:
         references[size] = measure_reference(size, args.reference_repeats)
     middleware = await _middleware_module().run_middleware(args.iterations, quick=args.quick)
-    return rows, references, middleware
+    deep = await _deep_module().run_deep(args.iterations, quick=args.quick)
+    return rows, references, middleware, deep
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -530,15 +545,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
-    rows, references, middleware = asyncio.run(run(args))
+    rows, references, middleware, deep = asyncio.run(run(args))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
+    _deep_module().print_deep(*deep)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(render_markdown(rows, references, middleware, args, elapsed), encoding="utf-8")
+        args.output.write_text(render_markdown(rows, references, middleware, deep, args, elapsed), encoding="utf-8")
         print(f"wrote {args.output}")
-    if args.check and not (all(v.ok for v in verdicts(rows)) and _middleware_module().all_ok(*middleware)):
+    ok = all(v.ok for v in verdicts(rows)) and _middleware_module().all_ok(*middleware) and _deep_module().all_ok(*deep)
+    if args.check and not ok:
         return 1
     return 0
 
