@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,42 +12,28 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
 from pydantic_ai.messages import (
-    CompactionPart,
     ModelMessage,
-    ModelRequest,
     ModelResponse,
-    SystemPromptPart,
     ToolCallPart,
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from .._compaction import (
-    assemble_merged,
-    build_summary_message,
-    completed_event,
-    plan_compaction,
-    summarize_with_fallback,
-)
 from .._events import (
     CallbackFailed,
-    CompactionFailed,
-    CompactionSkipped,
-    CompactionStarted,
     EventCallback,
-    SummarizerFallback,
     ToolOutputTruncated,
     UsageUpdated,
     emit_event,
 )
-from .._messages import get_message_id, summary_info
 from .._sizes import Measure, normalize_keep
-from .._tokens import RequestInfo, TokenCounter, async_count_tokens, count_tokens_approximately
+from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
-from ..processors._summarization import keep_message_counter, make_summarizer, new_problems
+from ..processors._summarization import make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
-from ..summarize import Summarizer, latest_user_request
+from ..summarize import Summarizer
+from ._compress import NAME, CompressionMixin
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
 from ._truncate import truncate_output
 
@@ -62,13 +46,12 @@ UsageCallback = Callable[[float, int, int], Awaitable[None] | None]
 BeforeCompressCallback = Callable[[list[ModelMessage], int], Awaitable[None] | None]
 AfterCompressCallback = Callable[[list[ModelMessage]], Awaitable[str | None] | str | None]
 
-_NAME = "ContextManagerMiddleware"
 _defaulted: set[str] = set()
 _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
 @dataclass
-class ContextManagerMiddleware(AbstractCapability[Any]):
+class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     """Keep every message in a history file while the working context stays under the model's window.
 
     Before each model request it records the new messages (with stable ids) in the history store, measures the
@@ -256,7 +239,7 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
         truncated, cut = truncate_output(result, self.max_tool_output_tokens)
         if cut is not None:
             event = ToolOutputTruncated(
-                _NAME,
+                NAME,
                 call.tool_name,
                 call.tool_call_id,
                 cut.tokens_before,
@@ -351,115 +334,7 @@ class ContextManagerMiddleware(AbstractCapability[Any]):
             max_tokens_source=source,
         )
         self._shared.last_usage = usage
-        await emit_event(self.event_callback, UsageUpdated(_NAME, usage.pct, size.tokens, budget, size.messages))
+        await emit_event(self.event_callback, UsageUpdated(NAME, usage.pct, size.tokens, budget, size.messages))
         _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
         if error:
-            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_usage_update", error))
-
-    async def _compress(
-        self,
-        messages: list[ModelMessage],
-        size: Measure,
-        budget: int,
-        focus: str | None,
-        store: HistoryStore | None,
-        ctx: RunContext[Any] | None,
-    ) -> list[ModelMessage]:
-        started = time.perf_counter()
-        span = ctx.tracer.start_as_current_span("context_manager.compress") if ctx is not None else nullcontext(None)
-        with span as otel_span:
-            try:
-                result = await self._compress_inner(messages, size, budget, focus, store)
-            except Exception as exc:
-                logger.exception("compression failed; the history is left as it was")
-                error = f"{type(exc).__name__}: {exc}"
-                event = CompactionFailed(_NAME, error, size.tokens, size.messages, time.perf_counter() - started)
-                await emit_event(self.event_callback, event)
-                if otel_span is not None:
-                    otel_span.set_attribute("context_manager.error", error)
-                return messages
-            if otel_span is not None:
-                attributes: dict[str, Any] = {
-                    "context_manager.tokens_before": size.tokens,
-                    "context_manager.messages_before": size.messages,
-                    "context_manager.messages_after": len(result),
-                    "context_manager.duration_s": time.perf_counter() - started,
-                    "context_manager.summarizer": str(getattr(self._summarizer, "name", "custom")),
-                }
-                if focus:
-                    attributes["context_manager.focus"] = focus
-                otel_span.set_attributes(attributes)
-            return result
-
-    async def _compress_inner(
-        self,
-        messages: list[ModelMessage],
-        size: Measure,
-        budget: int,
-        focus: str | None,
-        store: HistoryStore | None,
-    ) -> list[ModelMessage]:
-        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
-        plan = plan_compaction(messages, self._keep, max_tokens=budget, message_tokens=keep_counter)
-        if plan is None:
-            await emit_event(
-                self.event_callback, CompactionSkipped(_NAME, "nothing new to summarize", size.tokens, size.messages)
-            )
-            return messages
-        _, error = await call_callback("on_before_compress", self.on_before_compress, list(messages), plan.cutoff)
-        if error:
-            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_before_compress", error))
-        await emit_event(
-            self.event_callback, CompactionStarted(_NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
-        )
-        outcome = await summarize_with_fallback(
-            plan, self._summarizer, focus=focus, latest_request=latest_user_request(messages), first_index=plan.head_end
-        )
-        model = getattr(self._summarizer, "model_name", None)
-        if outcome.fallback_reason:
-            await emit_event(self.event_callback, SummarizerFallback(_NAME, outcome.fallback_reason, model))
-        summary = build_summary_message(plan, outcome, focus=focus)
-        if self.expose_history_tool and store is not None:
-            summary = _with_rehydration_hint(summary)
-        result, merged = assemble_merged(messages, plan, summary)
-        reinjected, error = await call_callback("on_after_compress", self.on_after_compress, list(result))
-        if error:
-            await emit_event(self.event_callback, CallbackFailed(_NAME, "on_after_compress", error))
-        if isinstance(reinjected, str) and reinjected.strip():
-            summary = replace(summary, parts=[*summary.parts, SystemPromptPart(reinjected)])
-            result, merged = assemble_merged(messages, plan, summary)
-        problems = new_problems(messages, result)
-        if problems:
-            raise RuntimeError(f"the compacted history would be invalid: {problems}")
-        _link_summary(result, merged)
-        if store is not None:
-            await store.append([merged])
-        with self._shared.lock:
-            self._shared.compression_count += 1
-        tokens_after = await async_count_tokens(self.token_counter, result)
-        completed = completed_event(
-            _NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
-        )
-        await emit_event(self.event_callback, completed)
-        return result
-
-
-def _link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
-    """Give the summary its id and record what the working context was around it (for `HistoryStore.load`)."""
-    ensure_message_id(summary)
-    position = next(i for i, m in enumerate(result) if m is summary)
-    info = summary_info(summary)
-    assert info is not None
-    info["working_before"] = [get_message_id(m) for m in result[:position]]
-    info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
-
-
-def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:
-    """Tell the agent where the summarized originals are, by message id."""
-    part = summary.parts[0]
-    info = summary_info(summary) or {}
-    first, last = info.get("first_id"), info.get("last_id")
-    if not (isinstance(part, CompactionPart) and first and last):
-        return summary
-    hint = f'\n\n(The summarized messages are kept verbatim: read_history(start_id="{first}", end_id="{last}").)'
-    return replace(summary, parts=[replace(part, content=(part.content or "") + hint), *summary.parts[1:]])
+            await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))

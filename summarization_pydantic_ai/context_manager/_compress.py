@@ -1,0 +1,164 @@
+"""Compression for `ContextManagerMiddleware`: plan, summarize, assemble, record, report — or leave it all as it was."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
+
+from .._compaction import (
+    assemble_merged,
+    build_summary_message,
+    completed_event,
+    plan_compaction,
+    summarize_with_fallback,
+)
+from .._events import (
+    CallbackFailed,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStarted,
+    EventCallback,
+    SummarizerFallback,
+    emit_event,
+)
+from .._messages import get_message_id, summary_info
+from .._sizes import ContextSize, Measure
+from .._tokens import TokenCounter, async_count_tokens
+from ..processors._summarization import keep_message_counter, new_problems
+from ..store import HistoryStore, ensure_message_id
+from ..summarize import Summarizer, latest_user_request
+from ._state import SharedState, call_callback
+
+__all__ = ["NAME", "CompressionMixin"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+NAME = "ContextManagerMiddleware"
+
+
+class CompressionMixin:
+    """The compression half of the middleware (the fields it reads are the middleware's)."""
+
+    _keep: ContextSize
+    _summarizer: Summarizer
+    _shared: SharedState
+    token_counter: TokenCounter
+    event_callback: EventCallback | None
+    on_before_compress: Callable[[list[ModelMessage], int], Awaitable[None] | None] | None
+    on_after_compress: Callable[[list[ModelMessage]], Awaitable[str | None] | str | None] | None
+    expose_history_tool: bool
+
+    async def _compress(
+        self,
+        messages: list[ModelMessage],
+        size: Measure,
+        budget: int,
+        focus: str | None,
+        store: HistoryStore | None,
+        ctx: RunContext[Any] | None,
+    ) -> list[ModelMessage]:
+        started = time.perf_counter()
+        span = ctx.tracer.start_as_current_span("context_manager.compress") if ctx is not None else nullcontext(None)
+        with span as otel_span:
+            try:
+                result = await self._compress_inner(messages, size, budget, focus, store)
+            except Exception as exc:
+                logger.exception("compression failed; the history is left as it was")
+                error = f"{type(exc).__name__}: {exc}"
+                event = CompactionFailed(NAME, error, size.tokens, size.messages, time.perf_counter() - started)
+                await emit_event(self.event_callback, event)
+                if otel_span is not None:
+                    otel_span.set_attribute("context_manager.error", error)
+                return messages
+            if otel_span is not None:
+                attributes: dict[str, Any] = {
+                    "context_manager.tokens_before": size.tokens,
+                    "context_manager.messages_before": size.messages,
+                    "context_manager.messages_after": len(result),
+                    "context_manager.duration_s": time.perf_counter() - started,
+                    "context_manager.summarizer": str(getattr(self._summarizer, "name", "custom")),
+                }
+                if focus:
+                    attributes["context_manager.focus"] = focus
+                otel_span.set_attributes(attributes)
+            return result
+
+    async def _compress_inner(
+        self,
+        messages: list[ModelMessage],
+        size: Measure,
+        budget: int,
+        focus: str | None,
+        store: HistoryStore | None,
+    ) -> list[ModelMessage]:
+        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
+        plan = plan_compaction(messages, self._keep, max_tokens=budget, message_tokens=keep_counter)
+        if plan is None:
+            await emit_event(
+                self.event_callback, CompactionSkipped(NAME, "nothing new to summarize", size.tokens, size.messages)
+            )
+            return messages
+        _, error = await call_callback("on_before_compress", self.on_before_compress, list(messages), plan.cutoff)
+        if error:
+            await emit_event(self.event_callback, CallbackFailed(NAME, "on_before_compress", error))
+        await emit_event(
+            self.event_callback, CompactionStarted(NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
+        )
+        outcome = await summarize_with_fallback(
+            plan, self._summarizer, focus=focus, latest_request=latest_user_request(messages), first_index=plan.head_end
+        )
+        model = getattr(self._summarizer, "model_name", None)
+        if outcome.fallback_reason:
+            await emit_event(self.event_callback, SummarizerFallback(NAME, outcome.fallback_reason, model))
+        summary = build_summary_message(plan, outcome, focus=focus)
+        if self.expose_history_tool and store is not None:
+            summary = _with_rehydration_hint(summary)
+        result, merged = assemble_merged(messages, plan, summary)
+        reinjected, error = await call_callback("on_after_compress", self.on_after_compress, list(result))
+        if error:
+            await emit_event(self.event_callback, CallbackFailed(NAME, "on_after_compress", error))
+        if isinstance(reinjected, str) and reinjected.strip():
+            summary = replace(summary, parts=[*summary.parts, SystemPromptPart(reinjected)])
+            result, merged = assemble_merged(messages, plan, summary)
+        problems = new_problems(messages, result)
+        if problems:
+            raise RuntimeError(f"the compacted history would be invalid: {problems}")
+        _link_summary(result, merged)
+        if store is not None:
+            await store.append([merged])
+        with self._shared.lock:
+            self._shared.compression_count += 1
+        tokens_after = await async_count_tokens(self.token_counter, result)
+        completed = completed_event(
+            NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
+        )
+        await emit_event(self.event_callback, completed)
+        return result
+
+
+def _link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
+    """Give the summary its id and record what the working context was around it (for `HistoryStore.load`)."""
+    ensure_message_id(summary)
+    position = next(i for i, m in enumerate(result) if m is summary)
+    info = summary_info(summary)
+    assert info is not None
+    info["working_before"] = [get_message_id(m) for m in result[:position]]
+    info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
+
+
+def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:
+    """Tell the agent where the summarized originals are, by message id."""
+    part = summary.parts[0]
+    info = summary_info(summary) or {}
+    first, last = info.get("first_id"), info.get("last_id")
+    if not (isinstance(part, CompactionPart) and first and last):
+        return summary
+    hint = f'\n\n(The summarized messages are kept verbatim: read_history(start_id="{first}", end_id="{last}").)'
+    return replace(summary, parts=[replace(part, content=(part.content or "") + hint), *summary.parts[1:]])
