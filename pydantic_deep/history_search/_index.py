@@ -66,12 +66,11 @@ class NewRecord:
 class SessionIndex:
     """Full-text index of one history file."""
 
-    def __init__(self, messages_path: str | Path, *, index_path: str | Path | None = None, session: str = "") -> None:
+    def __init__(self, messages_path: str | Path, *, index_path: str | Path | None = None) -> None:
         self.messages_path = Path(messages_path)
         self.index_path = (
             Path(index_path) if index_path else self.messages_path.with_name(self.messages_path.name + ".index.sqlite")
         )
-        self.session = session
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self._first_line: tuple[bytes, str | None] | None = None
@@ -255,10 +254,7 @@ class SessionIndex:
         params += [limit, offset]
         with self._lock:
             rows = self._connect().execute(sql, params).fetchall()
-        return [
-            Hit(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), float(r[6]), self.session)
-            for r in rows
-        ]
+        return [Hit(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), float(r[6])) for r in rows]
 
     def indexed_records(self) -> int:
         with self._lock:

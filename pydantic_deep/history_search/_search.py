@@ -116,11 +116,11 @@ class HistoryArchiveSearch:
         deps_path = getattr(ctx.deps, "messages_path", None) if ctx is not None else None
         return Path(deps_path) if deps_path is not None else None
 
-    def index_for(self, path: str | Path, session: str = "") -> SessionIndex:
+    def index_for(self, path: str | Path) -> SessionIndex:
         resolved = Path(path).resolve()
         index = self._indexes.get(resolved)
         if index is None:
-            index = self._indexes[resolved] = SessionIndex(resolved, session=session)
+            index = self._indexes[resolved] = SessionIndex(resolved)
         return index
 
     def _session_paths(self, ctx: RunContext[Any] | None, session: str | None) -> list[tuple[str, Path]]:
@@ -189,14 +189,14 @@ class HistoryArchiveSearch:
         hits: list[Hit] = []
         want = self.max_results * page
         for name, path in sources:
-            index = self.index_for(path, name)
+            index = self.index_for(path)
             await self.update(index, backend)
             found = await anyio.to_thread.run_sync(
                 lambda index=index: index.search(
                     fts, roles=[role] if role else (), tool_name=tool_name, since=since, until=until, limit=want + 1
                 )
             )
-            hits += [replace(hit, session=name) for hit in found]
+            hits += [replace(hit, session=name) for hit in found]  # one index per file, labelled per query
         hits.sort(key=lambda h: h.score)
         shown = hits[(page - 1) * self.max_results : want]
         return SearchResult(shown, self._format(query, shown, page, len(hits) > want), len(shown), page)

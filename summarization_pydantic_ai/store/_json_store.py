@@ -35,7 +35,7 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY, get_message_id, summary_info
-from ._protocol import HistoryPage, HistoryStoreError, HistoryStoreLockedError, new_message_id
+from ._protocol import HistoryPage, HistoryStoreError, HistoryStoreLockedError, ensure_message_id
 
 __all__ = ["JsonHistoryStore"]
 
@@ -269,8 +269,7 @@ class JsonHistoryStore:
                 f"messages ({exc}); move it away to start a new history"
             ) from exc
         for message in messages:
-            if get_message_id(message) is None:
-                message.metadata = {**(message.metadata or {}), MESSAGE_ID_KEY: new_message_id()}
+            ensure_message_id(message)
         self._path.with_name(self._path.name + ".imported").write_bytes(data)
         body = b",\n".join(_encode(m) for m in messages)
         self._write_atomically(_HEADER + body + (_FOOTER if messages else _FOOTER[1:]))
