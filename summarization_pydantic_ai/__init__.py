@@ -25,6 +25,7 @@ from ._events import (
     UsageUpdated,
     WindowTrimmed,
 )
+from ._cursor import CursorTable, HistoryChange, HistoryCursor
 from ._messages import (
     MESSAGE_ID_KEY,
     SUMMARY_METADATA_KEY,
@@ -91,8 +92,11 @@ __all__ = [
     "ContextManagerMiddleware",
     "ContextSize",
     "ContextUsage",
+    "CursorTable",
     "DeterministicSummarizer",
     "EventCallback",
+    "HistoryChange",
+    "HistoryCursor",
     "HistoryPage",
     "HistoryProblem",
     "HistoryProcessor",

@@ -1,0 +1,173 @@
+"""HistoryCursor: exactly one of unchanged / appended / edited / replaced, for any edit anywhere."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from summarization_pydantic_ai import CursorTable, HistoryCursor, ensure_message_id
+from summarization_pydantic_ai import _cursor as cursor_module
+
+
+def _history(n: int) -> list[ModelMessage]:
+    messages: list[ModelMessage] = []
+    for i in range(n):
+        message: ModelMessage = (
+            ModelRequest(parts=[UserPromptPart(f"prompt {i}")])
+            if i % 2 == 0
+            else ModelResponse(parts=[TextPart(f"answer {i}")])
+        )
+        ensure_message_id(message)
+        messages.append(message)
+    return messages
+
+
+def _edit(message: ModelMessage, text: str) -> ModelMessage:
+    if isinstance(message, ModelRequest):
+        return dataclasses.replace(message, parts=[UserPromptPart(text)])
+    return dataclasses.replace(message, parts=[TextPart(text)])
+
+
+@pytest.fixture(params=[True, False], ids=["memcmp", "portable"])
+def fast(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    if request.param and not cursor_module._FAST:
+        pytest.skip("this interpreter has no known list layout")
+    monkeypatch.setattr(cursor_module, "_FAST", request.param)
+    return bool(request.param)
+
+
+def test_first_sight_is_replaced_from_zero(fast: bool) -> None:
+    change = HistoryCursor().advance(_history(5))
+    assert (change.kind, change.start, change.length, change.appended) == ("replaced", 0, 5, 5)
+
+
+def test_unchanged_and_appended(fast: bool) -> None:
+    messages, cursor = _history(10), HistoryCursor()
+    cursor.advance(messages)
+    assert cursor.advance(messages).kind == "unchanged"
+    assert cursor.advance(list(messages)).kind == "unchanged"  # a copy of the list holds the same messages
+    messages += _history(3)
+    change = cursor.advance(messages)
+    assert (change.kind, change.start, change.appended) == ("appended", 10, 3)
+    assert change.is_append_only
+
+
+@pytest.mark.parametrize("position", [0, 1, 500, 998])
+def test_edit_in_place_anywhere_is_seen(fast: bool, position: int) -> None:
+    messages, cursor = _history(1_000), HistoryCursor()
+    cursor.advance(messages)
+    messages[position] = _edit(messages[position], "new text")
+    messages += _history(2)
+    change = cursor.advance(messages)
+    assert (change.kind, change.edited, change.start, change.appended) == ("edited", (position,), 1_000, 2)
+    assert cursor.advance(messages).kind == "unchanged"
+
+
+def test_an_equal_copy_is_not_an_edit(fast: bool) -> None:
+    messages, cursor = _history(40), HistoryCursor()
+    cursor.advance(messages)
+    messages[3] = dataclasses.replace(messages[3])
+    assert cursor.advance(messages).kind == "unchanged"
+
+
+def test_mutating_the_same_object_is_seen_in_the_tail_and_with_verify(fast: bool) -> None:
+    messages, cursor = _history(100), HistoryCursor()
+    cursor.advance(messages)
+    messages[-1].parts[0] = UserPromptPart("mutated") if isinstance(messages[-1], ModelRequest) else TextPart("m")
+    assert cursor.advance(messages).edited == (99,)
+    messages[5].parts.append(TextPart("more") if isinstance(messages[5], ModelResponse) else UserPromptPart("x"))
+    assert cursor.peek(messages).kind == "unchanged"  # outside the checked tail: only a full check sees it
+    assert cursor.advance(messages, verify=True).edited == (5,)
+
+
+def test_replaced_rewound_and_different_history(fast: bool) -> None:
+    messages, cursor = _history(50), HistoryCursor()
+    cursor.advance(messages)
+    change = cursor.advance(messages[:30])
+    assert (change.kind, change.start, change.length) == ("replaced", 30, 30)
+    other = messages[:20] + _history(15)
+    change = cursor.advance(other)
+    assert (change.kind, change.start, change.length) == ("replaced", 20, 35)
+    empty = HistoryCursor()
+    assert (empty.advance(()).kind, empty.advance(()).kind) == ("replaced", "unchanged")
+
+
+def test_message_without_id_replaced_is_a_replacement(fast: bool) -> None:
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(str(i))]) for i in range(6)]
+    cursor = HistoryCursor()
+    cursor.advance(messages)
+    messages[2] = ModelRequest(parts=[UserPromptPart("other")])
+    change = cursor.advance(messages)
+    assert (change.kind, change.start) == ("replaced", 2)
+
+
+def test_tuple_histories_work(fast: bool) -> None:
+    messages, cursor = _history(30), HistoryCursor()
+    cursor.advance(tuple(messages))
+    assert cursor.advance((*messages[:-1], _edit(messages[-1], "x"))).edited == (29,)
+
+
+def test_table_keys_by_first_message() -> None:
+    table, a, b = CursorTable(max_size=2), _history(3), _history(3)
+    table.cursor_for(a).advance(a)
+    assert table.cursor_for(a).peek(a).kind == "unchanged"
+    assert table.cursor_for(b).peek(b).kind == "replaced"
+    table.cursor_for(b).advance(b)
+    table.cursor_for(_history(1))  # evicts the least recently used (a)
+    assert len(table) == 2
+    assert table.cursor_for(a).peek(a).kind == "replaced"
+
+
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 5)),
+        st.tuples(st.just("edit"), st.integers(0, 200)),
+        st.tuples(st.just("truncate"), st.integers(0, 200)),
+        st.tuples(st.just("swap"), st.integers(0, 200)),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=st.integers(0, 60), ops=_ops, use_fast=st.booleans())
+def test_reported_change_matches_what_was_done(start: int, ops: list[tuple[str, int]], use_fast: bool) -> None:
+    original_fast = cursor_module._FAST
+    cursor_module._FAST = use_fast and original_fast
+    try:
+        messages, cursor = _history(start), HistoryCursor()
+        cursor.advance(messages)
+        for step, (op, arg) in enumerate(ops):
+            before = list(messages)
+            edited: set[int] = set()
+            replaced_from: int | None = None
+            if op == "append":
+                messages += _history(arg)
+            elif op == "edit" and messages:
+                i = arg % len(messages)
+                messages[i] = _edit(messages[i], f"edited {arg} at step {step}")
+                edited.add(i)
+            elif op == "truncate":
+                cut = arg % (len(messages) + 1)
+                if cut < len(messages):
+                    replaced_from = cut
+                del messages[cut:]
+            elif op == "swap" and messages:
+                i = arg % len(messages)
+                messages[i] = _history(1)[0]
+                replaced_from = i
+            change = cursor.advance(messages)
+            if replaced_from is not None:
+                assert change.kind == "replaced" and change.start == replaced_from
+            elif edited:
+                assert change.kind == "edited" and set(change.edited) == edited
+                assert change.start == len(before)
+            else:
+                assert change.kind == ("appended" if len(messages) > len(before) else "unchanged")
+            assert list(cursor.messages) == messages
+    finally:
+        cursor_module._FAST = original_fast
