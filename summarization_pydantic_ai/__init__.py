@@ -9,6 +9,7 @@ PatchToolCalls -> EvictionProcessor -> user processors -> ContextManagerMiddlewa
 
 from ._compaction import CompactionPlan, plan_compaction
 from ._counters import ProviderTokenCounter, TiktokenCounter, UsageAnchoredCounter
+from ._cursor import CursorTable, HistoryChange, HistoryCursor
 from ._cutoff import find_safe_cutoff
 from ._events import (
     CallbackFailed,
@@ -25,7 +26,6 @@ from ._events import (
     UsageUpdated,
     WindowTrimmed,
 )
-from ._cursor import CursorTable, HistoryChange, HistoryCursor
 from ._messages import (
     MESSAGE_ID_KEY,
     SUMMARY_METADATA_KEY,
@@ -63,9 +63,14 @@ from .store import (
     HistoryStore,
     HistoryStoreError,
     HistoryStoreLockedError,
+    InvalidSessionIdError,
     JsonHistoryStore,
+    RecordBatch,
+    StoredRecord,
     ensure_message_id,
     new_message_id,
+    read_records,
+    validate_session_id,
 )
 from .summarize import (
     DEFAULT_SUMMARY_PROMPT,
@@ -104,15 +109,18 @@ __all__ = [
     "HistoryStoreError",
     "HistoryStoreLockedError",
     "IncrementalCounter",
+    "InvalidSessionIdError",
     "JsonHistoryStore",
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
     "ProblemKind",
     "ProviderTokenCounter",
+    "RecordBatch",
     "RequestAwareCounter",
     "RequestInfo",
     "SlidingWindowProcessor",
+    "StoredRecord",
     "SummarizationProcessor",
     "Summarizer",
     "SummarizerError",
@@ -136,6 +144,7 @@ __all__ = [
     "is_summary_message",
     "new_message_id",
     "plan_compaction",
+    "read_records",
     "render_message",
     "render_messages",
     "resolve_max_tokens",
@@ -144,6 +153,7 @@ __all__ = [
     "truncate_output",
     "truncate_text",
     "validate_history",
+    "validate_session_id",
 ]
 
 __version__ = "0.1.0"

@@ -6,16 +6,24 @@ from ._protocol import (
     HistoryStore,
     HistoryStoreError,
     HistoryStoreLockedError,
+    InvalidSessionIdError,
     ensure_message_id,
     new_message_id,
+    validate_session_id,
 )
+from ._reader import RecordBatch, StoredRecord, read_records
 
 __all__ = [
     "HistoryPage",
     "HistoryStore",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "InvalidSessionIdError",
     "JsonHistoryStore",
+    "RecordBatch",
+    "StoredRecord",
     "ensure_message_id",
     "new_message_id",
+    "read_records",
+    "validate_session_id",
 ]

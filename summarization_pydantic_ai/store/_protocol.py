@@ -17,8 +17,10 @@ __all__ = [
     "HistoryStore",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "InvalidSessionIdError",
     "ensure_message_id",
     "new_message_id",
+    "validate_session_id",
 ]
 
 
@@ -28,6 +30,45 @@ class HistoryStoreError(RuntimeError):
 
 class HistoryStoreLockedError(HistoryStoreError):
     """Another process is writing the same history file."""
+
+
+class InvalidSessionIdError(HistoryStoreError, ValueError):
+    """A session id that cannot name a file or folder safely."""
+
+
+_MAX_SESSION_ID_BYTES = 255
+
+
+def validate_session_id(session_id: object) -> str:
+    """`session_id` if it can safely name one file or folder, else `InvalidSessionIdError` saying why.
+
+    A session id is one path component: not empty, not `.` or `..`, no `/` or `\\`, no NUL or other control
+    character, at most 255 bytes in UTF-8 (the file-name limit of common file systems).
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(f"a session id must be a string, got {type(session_id).__name__}")
+    problem = _session_id_problem(session_id)
+    if problem:
+        raise InvalidSessionIdError(f"invalid session id {session_id[:80]!r}: {problem}")
+    return session_id
+
+
+def _session_id_problem(session_id: str) -> str | None:
+    if not session_id:
+        return "it is empty"
+    if session_id in (".", ".."):
+        return "'.' and '..' name directories, not sessions"
+    if "/" in session_id or "\\" in session_id:
+        return "it contains a path separator; use letters, digits, '-', '_' or '.'"
+    if any(ord(c) < 32 or ord(c) == 127 for c in session_id):
+        return "it contains NUL or another control character"
+    try:
+        size = len(session_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "it is not valid Unicode (lone surrogate)"
+    if size > _MAX_SESSION_ID_BYTES:
+        return f"it is {size} bytes long in UTF-8; the limit is {_MAX_SESSION_ID_BYTES}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,92 @@
+"""Reading a history file incrementally, for consumers that follow it (the history search index).
+
+The file's framing belongs to the store: readers go through `read_records` instead of parsing messages.json
+themselves, so a change of format changes one module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from .._messages import get_message_id, is_summary_message
+
+__all__ = ["RecordBatch", "StoredRecord", "read_records"]
+
+_HEADER = b"[\n"
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """One message record of a history file."""
+
+    offset: int
+    """Where the record starts in the file (bytes)."""
+    message_id: str | None
+    message: ModelMessage
+    is_summary: bool
+    """The record is a summary written by a compaction (a `CompactionPart` of ours)."""
+
+
+@dataclass(frozen=True)
+class RecordBatch:
+    """The complete records found after a start offset, and where to continue next time."""
+
+    records: list[StoredRecord] = field(default_factory=list[StoredRecord])
+    next_offset: int = 0
+    """Pass as `start` to the next `read_records` call: just after the last complete record."""
+    first_message_id: str | None = None
+    """The id of the file's first record: when it changes, the file was replaced; read it again from 0."""
+
+
+def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
+    """The records written to the history file at `path` after byte `start` (0: all of them).
+
+    A record still being written (an append in progress, or a torn tail) is not returned: `next_offset` stops
+    before it. A record with the id of an earlier one is a newer version of that message (an edit). A missing
+    file reads as empty. Sync: call it from a worker thread.
+    """
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            first_line = handle.readline() and handle.readline()
+            handle.seek(start)
+            data = handle.read()
+    except FileNotFoundError:
+        return RecordBatch()
+    first_id = _first_id(first_line)
+    records: list[StoredRecord] = []
+    position, end = 0, start
+    if start == 0:
+        if not data.startswith(_HEADER):
+            return RecordBatch([], 0, first_id)
+        position = end = len(_HEADER)
+    while True:
+        newline = data.find(b"\n", position)
+        if newline < 0:
+            break  # an incomplete line: an append in progress, read next time
+        line = data[position:newline]
+        line_start, position = position, newline + 1
+        raw = line.lstrip(b",").rstrip(b",")
+        if not raw or raw == b"]":
+            continue
+        try:
+            message = ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
+        except ValueError:
+            break  # a torn record: stop before it
+        records.append(StoredRecord(start + line_start, get_message_id(message), message, is_summary_message(message)))
+        end = start + line_start + len(line) - (1 if line.endswith(b",") else 0)
+    return RecordBatch(records, end, first_id)
+
+
+def _first_id(line: bytes) -> str | None:
+    raw = line.rstrip(b"\n").rstrip(b",")
+    if not raw or raw == b"]":
+        return None
+    try:
+        return get_message_id(ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0])
+    except ValueError:
+        return None
