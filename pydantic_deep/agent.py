@@ -93,8 +93,9 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
         if len(owners) < 2:
             continue
         hint = (
-            "history search already gives the agent read_history (over the history it searches): "
-            "pass ContextManagerMiddleware(expose_history_tool=False) with history_search"
+            "keep one: ContextManagerMiddleware(expose_history_tool=False) (the search's read_history reads the "
+            "history it searches), or HistoryArchiveSearch(read_history_tool=False) (the middleware's read_history "
+            "serves both, and its summaries name the ids to read)"
             if name == "read_history" and any(o.startswith("ContextManagerMiddleware") for o in owners)
             else "keep only one of them, or rename one with toolset.renamed({...}) / toolset.prefixed(...)"
         )

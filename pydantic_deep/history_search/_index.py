@@ -102,18 +102,22 @@ class Pending:
         return not self.records and not self.reset
 
 
-def _tail_digest(path: Path, end: int) -> str | None:
-    """Digest of the `_TAIL` bytes before `end`; `None` when the file is missing or shorter than `end`."""
+def _tail_digests(path: Path, ends: Sequence[int]) -> list[str | None]:
+    """Digest of the `_TAIL` bytes before each of `ends` (one open); `None` where the file is missing or shorter."""
+    digests: list[str | None] = []
     try:
         with path.open("rb") as handle:
-            start = max(0, end - _TAIL)
-            handle.seek(start)
-            data = handle.read(end - start)
+            for end in ends:
+                if digests and end == ends[0]:
+                    digests.append(digests[0])
+                    continue
+                start = max(0, end - _TAIL)
+                handle.seek(start)
+                data = handle.read(end - start)
+                digests.append(hashlib.blake2b(data, digest_size=16).hexdigest() if len(data) == end - start else None)
     except FileNotFoundError:
-        return None
-    if len(data) != end - start:
-        return None
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+        return [None] * len(ends)
+    return digests
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -234,15 +238,23 @@ class SessionIndex:
             return self._guarded(self._read_pending)
 
     def _read_pending(self, db: sqlite3.Connection) -> Pending:
-        expected = (self._meta(db, "offset") or "0", self._meta(db, "first_id") or "", self._meta(db, "tail") or "")
+        expected = self._state(db)
         offset = int(expected[0])
-        reset = offset > 0 and _tail_digest(self.messages_path, offset) != expected[2]
-        batch = read_records(self.messages_path, 0 if reset else offset)
-        if not reset and offset > 0 and (batch.first_message_id or "") != expected[1]:
-            reset = True  # another file now: its first record changed
+        batch = read_records(self.messages_path, offset)
+        old_tail, tail = _tail_digests(self.messages_path, (offset, batch.next_offset))
+        # Checked after reading, so a file replaced meanwhile is noticed too: the bytes before the offset changed
+        # (rewritten, shrunk) or the first record did (another file).
+        reset = offset > 0 and (old_tail != expected[2] or (batch.first_message_id or "") != expected[1])
+        if reset:
             batch = read_records(self.messages_path, 0)
-        tail = _tail_digest(self.messages_path, batch.next_offset) or "" if batch.next_offset else ""
-        return Pending(batch.records, batch.next_offset, batch.first_message_id, tail, expected, reset)
+            (tail,) = _tail_digests(self.messages_path, (batch.next_offset,))
+        return Pending(batch.records, batch.next_offset, batch.first_message_id, tail or "", expected, reset)
+
+    @staticmethod
+    def _state(db: sqlite3.Connection) -> tuple[str, str, str]:
+        """The stored (offset, first id, tail digest), in one query."""
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('offset', 'first_id', 'tail')").fetchall())
+        return str(rows.get("offset", "0")), str(rows.get("first_id", "")), str(rows.get("tail", ""))
 
     # -- writing the index ---------------------------------------------------------------------------------------
 
@@ -256,8 +268,7 @@ class SessionIndex:
     def _apply(self, db: sqlite3.Connection, pending: Pending, extras: dict[str, str]) -> int | None:
         db.execute("BEGIN IMMEDIATE")  # the write lock first, then the state check: one writer at a time
         try:
-            stored = (self._meta(db, "offset") or "0", self._meta(db, "first_id") or "", self._meta(db, "tail") or "")
-            if stored != pending.expected:
+            if self._state(db) != pending.expected:
                 db.execute("ROLLBACK")
                 return None
             if pending.reset:

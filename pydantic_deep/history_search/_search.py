@@ -96,6 +96,9 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
     token_budget: int = 2_000
     """Upper bound on one result page, in estimated tokens."""
     context_lines: int = 2
+    read_history_tool: bool = True
+    """Define `read_history` too. `False` when another feature defines it over the same history (e.g.
+    `ContextManagerMiddleware(expose_history_tool=True)`, whose summaries then name the ids to read)."""
     _indexes: dict[Path, SessionIndex] = field(default_factory=dict[Path, SessionIndex], init=False, repr=False)
     _tools: FunctionToolset[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -254,7 +257,7 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
     @property
     def tool_names(self) -> Sequence[str]:
         """The names of the tools this toolset defines."""
-        return TOOL_NAMES
+        return TOOL_NAMES if self.read_history_tool else TOOL_NAMES[:1]
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         return await self.toolset().get_tools(ctx)

@@ -58,6 +58,9 @@ def build_toolset(search: HistoryArchiveSearch) -> FunctionToolset[Any]:
             return f"Search not run: {exc}"
         return result.text
 
+    if not search.read_history_tool:
+        return toolset
+
     @toolset.tool
     async def read_history(
         ctx: RunContext[Any], start_id: str, end_id: str | None = None, offset: int = 0, limit: int = 20

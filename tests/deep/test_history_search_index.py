@@ -244,7 +244,7 @@ def test_two_read_history_tools_are_refused_at_construction() -> None:
             history_search=True,
             context_manager=ContextManagerMiddleware(expose_history_tool=True),
         )
-    assert "expose_history_tool=False" in str(info.value)
+    assert "expose_history_tool=False" in str(info.value) and "read_history_tool=False" in str(info.value)
     with pytest.raises(ValueError, match="'search_conversation_history'"):
         create_deep_agent(history_search=True, toolsets=[HistoryArchiveSearch()])
 
@@ -271,3 +271,31 @@ async def test_the_suggested_resolution_runs_with_one_read_history(tmp_path: Pat
     _append(Path(deps.messages_path), fact)
     assert (await agent.run("When do deploys happen?", deps=deps)).output == "Tuesdays"
     assert "Tuesdays at 14:00 UTC" in calls[0]
+
+
+async def test_the_middleware_can_provide_read_history_for_the_search(tmp_path: Path) -> None:
+    fact = _messages(["Deploys happen on Tuesdays at 14:00 UTC."])
+    seen: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        names = sorted(t.name for t in info.function_tools if t.name in ("read_history", "search_conversation_history"))
+        assert names == ["read_history", "search_conversation_history"]
+        returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("search_conversation_history", {"query": "tuesdays"})])
+        seen.append(str(returns[0].content))
+        if returns[0].tool_name == "search_conversation_history":
+            message_id = seen[-1].split("message id ")[1].split()[0]
+            return ModelResponse(parts=[ToolCallPart("read_history", {"start_id": message_id, "end_id": message_id})])
+        return ModelResponse(parts=[TextPart("Tuesdays")])
+
+    middleware = ContextManagerMiddleware(
+        summarization_model=None, expose_history_tool=True, messages_path=lambda ctx: ctx.deps.messages_path
+    )
+    search = HistoryArchiveSearch(read_history_tool=False)
+    agent = create_deep_agent(FunctionModel(model), history_search=search, context_manager=middleware)
+    deps = DeepAgentDeps(base_dir=tmp_path, session_id="s")
+    assert deps.messages_path is not None
+    _append(Path(deps.messages_path), fact)
+    assert (await agent.run("When do deploys happen?", deps=deps)).output == "Tuesdays"
+    assert "Tuesdays at 14:00 UTC" in seen[-1]
