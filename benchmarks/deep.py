@@ -547,7 +547,7 @@ class SearchResults:
     builds: list[float]
     """Cold builds: `await search.update(index)` with no index file."""
     build_read: float
-    """Reading and parsing messages.json alone (`SessionIndex.read_new` on a new index, nothing inserted)."""
+    """Reading and parsing messages.json alone (`SessionIndex.read_pending` on a new index, nothing inserted)."""
     end_to_end: Timing
     """`await HistoryArchiveSearch.search(query)` (update check + query + formatted excerpts)."""
     raw: Timing
@@ -599,7 +599,7 @@ async def _cold_builds(path: Path, repeats: int) -> tuple[list[float], float, Se
     probe = SessionIndex(path)
     _remove_index(probe)
     start = time.perf_counter()
-    probe.read_new()  # reading and parsing only (nothing inserted)
+    probe.read_pending()  # reading and parsing only (nothing inserted)
     read = time.perf_counter() - start
     _remove_index(probe)
     builds: list[float] = []
@@ -656,7 +656,7 @@ async def _time_queries(search: HistoryArchiveSearch, index: SessionIndex, round
 async def _time_updates(
     search: HistoryArchiveSearch, index: SessionIndex, stream: Iterator[ModelMessage], iterations: int
 ) -> tuple[list[float], list[float], list[float]]:
-    """(end-to-end updates, read_new, insert) after 2 appended messages each; the two kinds alternate."""
+    """(end-to-end updates, read_pending, apply) after 2 appended messages each; the two kinds alternate."""
     updates: list[float] = []
     reads: list[float] = []
     inserts: list[float] = []
@@ -672,10 +672,10 @@ async def _time_updates(
                 updates.append(time.perf_counter() - start)
             else:  # the two halves, synchronously (no thread hop)
                 start = time.perf_counter()
-                records, end = index.read_new()
+                pending = index.read_pending()
                 reads.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                added = index.insert(records, {}, end)
+                added = index.apply(pending, {})
                 inserts.append(time.perf_counter() - start)
             assert added == 2, added
     finally:
@@ -865,13 +865,13 @@ def search_lines(s: SearchResults) -> list[str]:
         "|---|---:|---:|---:|",
         f"| Cold build: `await search.update(index)` with no index file | {fmt_time(s.build_s)} "
         f"| {fmt_time(max(s.builds))} (max) | {len(s.builds)} |",
-        f"| Reading and parsing messages.json alone (`read_new` on a new index, timed once) | {fmt_time(s.build_read)} "
-        "| | 1 |",
+        "| Reading and parsing messages.json alone (`read_pending` on a new index, timed once) "
+        f"| {fmt_time(s.build_read)} | | 1 |",
         f"| Update after appending 2 messages: `await search.update(index)` | {fmt_time(s.update.median)} "
         f"| {fmt_time(s.update.p90)} | {len(s.update.samples)} |",
-        f"| of which `SessionIndex.read_new()` (sync) | {fmt_time(s.update_read.median)} "
+        f"| of which `SessionIndex.read_pending()` (sync) | {fmt_time(s.update_read.median)} "
         f"| {fmt_time(s.update_read.p90)} | {len(s.update_read.samples)} |",
-        f"| of which `SessionIndex.insert(records, ...)` (sync) | {fmt_time(s.update_insert.median)} "
+        f"| of which `SessionIndex.apply(pending, ...)` (sync) | {fmt_time(s.update_insert.median)} "
         f"| {fmt_time(s.update_insert.p90)} | {len(s.update_insert.samples)} |",
         "",
         "### Why queries and updates stay fast",

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.toolsets import FunctionToolset
 
 from summarization_pydantic_ai import ContextManagerMiddleware
 
@@ -68,6 +69,37 @@ def _pick(value: Any, kind: type[Any], default: Any, name: str) -> Any:
     if isinstance(value, kind):
         return value
     raise TypeError(f"{name} must be True, False, None or a {kind.__name__}, got {value!r}")
+
+
+def _static_tool_names(toolset: Any) -> Sequence[str]:
+    """The tools a toolset will define, when known before a run (a `FunctionToolset` or the history search)."""
+    if isinstance(toolset, HistoryArchiveSearch):
+        return toolset.tool_names
+    if isinstance(toolset, FunctionToolset):
+        return list(cast(FunctionToolset[Any], toolset).tools)
+    return ()
+
+
+def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, toolsets: Sequence[Any]) -> None:
+    """Two features defining one tool name fail at the agent's first run; say so at construction instead."""
+    providers: dict[str, list[str]] = {}
+    if middleware is not None and middleware.expose_history_tool:
+        providers.setdefault("read_history", []).append("ContextManagerMiddleware(expose_history_tool=True)")
+    for toolset in toolsets:
+        label = "history search" if isinstance(toolset, HistoryArchiveSearch) else type(toolset).__name__
+        for name in _static_tool_names(toolset):
+            providers.setdefault(name, []).append(label)
+    for name, owners in providers.items():
+        if len(owners) < 2:
+            continue
+        hint = (
+            "keep one: ContextManagerMiddleware(expose_history_tool=False) (the search's read_history reads the "
+            "history it searches), or HistoryArchiveSearch(read_history_tool=False) (the middleware's read_history "
+            "serves both, and its summaries name the ids to read)"
+            if name == "read_history" and any(o.startswith("ContextManagerMiddleware") for o in owners)
+            else "keep only one of them, or rename one with toolset.renamed({...}) / toolset.prefixed(...)"
+        )
+        raise ValueError(f"two features define the tool {name!r}: {' and '.join(owners)}; {hint}")
 
 
 def create_deep_agent(
@@ -142,7 +174,8 @@ def create_deep_agent(
         if isinstance(item, AbstractCapability):
             spine.append(cast(AbstractCapability[Any], item))
         else:
-            extra_toolsets.append(item.toolset() if hasattr(item, "toolset") else item)
+            extra_toolsets.append(item)  # the history search is a toolset itself
+    _refuse_tool_name_conflicts(middleware, [*extra_toolsets, *toolsets])
     if todos:
         spine.append(TodoCapability())
     all_toolsets = [*([FilesystemToolset()] if filesystem else []), *extra_toolsets, *toolsets]

@@ -1,37 +1,60 @@
-"""The search index of one `messages.json`: SQLite FTS5 with BM25, updated from the bytes appended since last time.
+"""The search index of one `messages.json`: SQLite FTS5 with BM25, updated from the records appended since last time.
 
-The index (`messages.json.index.sqlite`, beside the history) is derived data: it remembers how far into the file it
-has read and the id of the file's first record. A file that shrank or starts differently (recovered, replaced) is
-re-indexed from scratch; a missing or unreadable index is rebuilt. Appends cost O(new records).
+The index (`messages.json.index.sqlite`, beside the history) is derived data. It reads the history only through the
+store's `read_records`, and remembers where to continue (`next_offset`), the id of the file's first record and a
+digest of the bytes just before `next_offset`. A file that shrank, starts with another record or whose bytes before
+that point changed (rewritten, recovered, replaced) is re-indexed from scratch; a missing, corrupt or outdated index
+is rebuilt. A record whose message id is already indexed is a newer version of that message (an edit): its row is
+replaced. Appends cost O(new records).
+
+Concurrency: one update at a time per index file in a process (a lock shared by every `SessionIndex` of that file),
+and across processes SQLite's write transaction, inside which the stored offset is checked again; message ids are
+UNIQUE, so a record is never indexed twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ToolReturnPart
 
-from summarization_pydantic_ai import get_message_id
+from summarization_pydantic_ai.store import StoredRecord, read_records
 
 from ..eviction import EVICTION_METADATA_KEY
-from ._text import IndexedText, message_text, space_cjk
+from ._text import message_text, space_cjk
 
-__all__ = ["Hit", "SessionIndex", "evicted_paths"]
+__all__ = ["Hit", "IndexDiscardedError", "Pending", "SessionIndex", "evicted_paths"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
-    rowid INTEGER PRIMARY KEY, message_id TEXT NOT NULL, position INTEGER NOT NULL, roles TEXT NOT NULL,
+    rowid INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, position INTEGER NOT NULL, roles TEXT NOT NULL,
     tool_names TEXT NOT NULL, ts TEXT NOT NULL, body TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(body, tokenize='unicode61 remove_diacritics 2');
 """
-_VERSION = "1"
+_VERSION = "2"
+_TAIL = 256
+"""Bytes before `next_offset` whose digest is kept: a rewritten file is noticed even when its length grew."""
+_RETRIES = 5
+_T = TypeVar("_T")
+_BUSY_TIMEOUT_S = 60.0
+
+_FILE_LOCKS: dict[Path, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+def _file_lock(index_path: Path) -> threading.RLock:
+    """The lock of one index file, shared by every `SessionIndex` on it in this process."""
+    with _FILE_LOCKS_GUARD:
+        return _FILE_LOCKS.setdefault(index_path, threading.RLock())
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,10 @@ class Hit:
     session: str = ""
 
 
+class IndexDiscardedError(RuntimeError):
+    """The index file was corrupt and has been removed: update it again (it is rebuilt from the history)."""
+
+
 def evicted_paths(message: ModelMessage) -> list[str]:
     """Paths of tool outputs this message evicted (their full text is indexed with the message)."""
     paths: list[str] = []
@@ -58,9 +85,46 @@ def evicted_paths(message: ModelMessage) -> list[str]:
 
 
 @dataclass(frozen=True)
-class NewRecord:
-    position: int
-    message: ModelMessage
+class Pending:
+    """Records read from the history, not yet indexed, and the index state they continue from."""
+
+    records: list[StoredRecord]
+    next_offset: int
+    first_message_id: str | None
+    tail: str
+    """Digest of the bytes just before `next_offset`."""
+    expected: tuple[str, str, str]
+    """The stored (offset, first id, tail) these records follow; `reset` when the index must start over."""
+    reset: bool
+
+    @property
+    def empty(self) -> bool:
+        return not self.records and not self.reset
+
+
+def _tail_digests(path: Path, ends: Sequence[int]) -> list[str | None]:
+    """Digest of the `_TAIL` bytes before each of `ends` (one open); `None` where the file is missing or shorter."""
+    digests: list[str | None] = []
+    try:
+        with path.open("rb") as handle:
+            for end in ends:
+                if digests and end == ends[0]:
+                    digests.append(digests[0])
+                    continue
+                start = max(0, end - _TAIL)
+                handle.seek(start)
+                data = handle.read(end - start)
+                digests.append(hashlib.blake2b(data, digest_size=16).hexdigest() if len(data) == end - start else None)
+    except FileNotFoundError:
+        return [None] * len(ends)
+    return digests
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return "malformed" in text or "not a database" in text or "corrupt" in text
+    return True
 
 
 class SessionIndex:
@@ -71,10 +135,8 @@ class SessionIndex:
         self.index_path = (
             Path(index_path) if index_path else self.messages_path.with_name(self.messages_path.name + ".index.sqlite")
         )
-        self._lock = threading.Lock()
+        self._lock = _file_lock(self.index_path.resolve())
         self._db: sqlite3.Connection | None = None
-        self._first_line: tuple[bytes, str | None] | None = None
-        """The file's first record as last parsed, and its id."""
 
     # -- connection ----------------------------------------------------------------------------------------------
 
@@ -84,37 +146,82 @@ class SessionIndex:
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             db = self._open()
-        except sqlite3.DatabaseError:  # a corrupt index is derived data: start over
-            self.index_path.unlink(missing_ok=True)
+        except sqlite3.DatabaseError as exc:  # a corrupt index is derived data: start over
+            if not _is_corruption(exc):
+                raise
+            self._remove_files()
             db = self._open()
         self._db = db
         return db
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.index_path, check_same_thread=False, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=OFF")  # the index can always be rebuilt from messages.json
-        db.executescript(_SCHEMA)
-        if self._meta(db, "version") != _VERSION:
-            self._reset(db)
+        db = sqlite3.connect(self.index_path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # the index can always be rebuilt from messages.json
+            check = db.execute("PRAGMA quick_check(1)").fetchone()  # once per connection: ~25 ms for 10k messages
+            if not check or check[0] != "ok":
+                raise sqlite3.DatabaseError(f"corrupt index: {check[0] if check else 'no answer'}")
+            if self._meta(db, "version") != _VERSION:
+                self._recreate(db)
+        except BaseException:
+            db.close()
+            raise
         return db
 
     @staticmethod
     def _meta(db: sqlite3.Connection, key: str) -> str | None:
-        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
         return str(row[0]) if row else None
 
     @staticmethod
-    def _reset(db: sqlite3.Connection) -> None:
-        db.execute("BEGIN")
+    def _recreate(db: sqlite3.Connection) -> None:
+        """An empty index of this version (tables of an older one are dropped)."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if SessionIndex._meta(db, "version") != _VERSION:  # another process may have done it meanwhile
+                for table in ("docs", "docs_fts", "meta"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    db.execute(statement)
+                SessionIndex._clear(db)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _clear(db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM docs")
         db.execute("DELETE FROM docs_fts")
         db.execute("DELETE FROM meta")
         db.executemany(
             "INSERT INTO meta(key, value) VALUES (?, ?)",
-            [("version", _VERSION), ("offset", "0"), ("records", "0"), ("first_id", "")],
+            [("version", _VERSION), ("offset", "0"), ("positions", "0"), ("first_id", ""), ("tail", "")],
         )
-        db.execute("COMMIT")
+
+    def _remove_files(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            self.index_path.with_name(self.index_path.name + suffix).unlink(missing_ok=True)
+
+    def _guarded(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `operation`; a corrupt index file is removed and `IndexDiscardedError` raised (update again)."""
+        try:
+            return operation(self._connect())
+        except sqlite3.DatabaseError as exc:
+            if not _is_corruption(exc):
+                raise
+            self._remove_files()
+            raise IndexDiscardedError(f"the search index {self.index_path} was corrupt and is rebuilt") from exc
 
     def close(self) -> None:
         with self._lock:
@@ -124,91 +231,109 @@ class SessionIndex:
 
     # -- reading the history file --------------------------------------------------------------------------------
 
-    def read_new(self) -> tuple[list[NewRecord], int]:
-        """Records appended since the last update (all of them after a reset), and the file offset after them.
+    def read_pending(self) -> Pending:
+        """The records written since the last update (all of them when the index must start over). No writes.
         Sync: run it in a thread."""
         with self._lock:
-            db = self._connect()
-            try:
-                data_size = self.messages_path.stat().st_size
-            except FileNotFoundError:
-                return [], 0
-            offset = int(self._meta(db, "offset") or 0)
-            first_id = self._meta(db, "first_id") or ""
-            if offset > data_size or (first_id and self._first_id() != first_id):
-                self._reset(db)
-                offset = 0
-            with self.messages_path.open("rb") as handle:
-                handle.seek(offset)
-                data = handle.read()
-            return self._parse(data, offset, int(self._meta(db, "records") or 0))
+            return self._guarded(self._read_pending)
 
-    def _first_id(self) -> str | None:
-        with self.messages_path.open("rb") as handle:
-            handle.readline()
-            line = handle.readline().rstrip(b"\n").rstrip(b",")
-        if self._first_line is not None and self._first_line[0] == line:
-            return self._first_line[1]  # the same bytes: the same record (checked on every update)
-        try:
-            first_id = get_message_id(ModelMessagesTypeAdapter.validate_json(b"[" + line + b"]")[0])
-        except ValueError:
-            return None
-        self._first_line = (line, first_id)
-        return first_id
+    def _read_pending(self, db: sqlite3.Connection) -> Pending:
+        expected = self._state(db)
+        offset = int(expected[0])
+        batch = read_records(self.messages_path, offset)
+        old_tail, tail = _tail_digests(self.messages_path, (offset, batch.next_offset))
+        # Checked after reading, so a file replaced meanwhile is noticed too: the bytes before the offset changed
+        # (rewritten, shrunk) or the first record did (another file).
+        reset = offset > 0 and (old_tail != expected[2] or (batch.first_message_id or "") != expected[1])
+        if reset:
+            batch = read_records(self.messages_path, 0)
+            (tail,) = _tail_digests(self.messages_path, (batch.next_offset,))
+        return Pending(batch.records, batch.next_offset, batch.first_message_id, tail or "", expected, reset)
 
     @staticmethod
-    def _parse(data: bytes, offset: int, records: int) -> tuple[list[NewRecord], int]:
-        """Complete records in `data` (read from `offset`), and the offset just after the last one."""
-        new: list[NewRecord] = []
-        end = offset
-        position = 0
-        if offset == 0:
-            if not data.startswith(b"[\n"):
-                return [], 0
-            position = 2
-        while True:
-            newline = data.find(b"\n", position)
-            if newline < 0:
-                break  # an incomplete line: an append in progress, read next time
-            line = data[position:newline]
-            start = position
-            position = newline + 1
-            raw = line.lstrip(b",").rstrip(b",")
-            if not raw or raw == b"]":
-                continue
-            try:
-                message = ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
-            except ValueError:
-                break  # a torn record: stop before it
-            new.append(NewRecord(records + len(new), message))
-            end = offset + start + len(line) - (1 if line.endswith(b",") else 0)
-        return new, end
+    def _state(db: sqlite3.Connection) -> tuple[str, str, str]:
+        """The stored (offset, first id, tail digest), in one query."""
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('offset', 'first_id', 'tail')").fetchall())
+        return str(rows.get("offset", "0")), str(rows.get("first_id", "")), str(rows.get("tail", ""))
 
     # -- writing the index ---------------------------------------------------------------------------------------
 
-    def insert(self, records: Sequence[NewRecord], extras: dict[str, str], end_offset: int) -> int:
-        """Index `records` (with evicted output text by message id in `extras`) and advance the offset."""
+    def apply(self, pending: Pending, extras: dict[str, str]) -> int | None:
+        """Index `pending` (with evicted output text by message id in `extras`) and advance the offset, in one
+        write transaction. Returns the number of rows written, or `None` when the index changed since `pending` was
+        read (another update got there first: read again)."""
         with self._lock:
-            db = self._connect()
-            rows: list[tuple[IndexedText, int]] = []
-            for record in records:
-                text = message_text(record.message, extras.get(get_message_id(record.message) or "", ""))
-                if text is not None:
-                    rows.append((text, record.position))
-            db.execute("BEGIN")
-            for text, position in rows:
+            return self._guarded(lambda db: self._apply(db, pending, extras))
+
+    def _apply(self, db: sqlite3.Connection, pending: Pending, extras: dict[str, str]) -> int | None:
+        db.execute("BEGIN IMMEDIATE")  # the write lock first, then the state check: one writer at a time
+        try:
+            if self._state(db) != pending.expected:
+                db.execute("ROLLBACK")
+                return None
+            if pending.reset:
+                self._clear(db)
+            positions = int(self._meta(db, "positions") or 0)
+            written = 0
+            for record in pending.records:
+                text = message_text(record.message, extras.get(record.message_id or "", ""))
+                if text is None:
+                    positions += 1  # a record without an id takes its place in the file but is not searchable
+                    continue
+                row = (text.message_id, positions, text.roles, text.tool_names, text.timestamp, text.body)
                 cursor = db.execute(
-                    "INSERT INTO docs(message_id, position, roles, tool_names, ts, body) VALUES (?, ?, ?, ?, ?, ?)",
-                    (text.message_id, position, text.roles, text.tool_names, text.timestamp, text.body),
+                    "INSERT OR IGNORE INTO docs(message_id, position, roles, tool_names, ts, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    row,
                 )
-                db.execute("INSERT INTO docs_fts(rowid, body) VALUES (?, ?)", (cursor.lastrowid, space_cjk(text.body)))
-            total = int(self._meta(db, "records") or 0) + len(records)
-            updates = [("offset", str(end_offset)), ("records", str(total))]
-            if records and not self._meta(db, "first_id") and records[0].position == 0:
-                updates.append(("first_id", get_message_id(records[0].message) or ""))
-            db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", updates)
+                if cursor.rowcount:
+                    rowid = cursor.lastrowid
+                    positions += 1
+                else:  # a newer version of an indexed message: replace its text, keep its place
+                    (rowid,) = db.execute("SELECT rowid FROM docs WHERE message_id = ?", (text.message_id,)).fetchone()
+                    db.execute(
+                        "UPDATE docs SET roles = ?, tool_names = ?, ts = ?, body = ? WHERE rowid = ?",
+                        (text.roles, text.tool_names, text.timestamp, text.body, rowid),
+                    )
+                    db.execute("DELETE FROM docs_fts WHERE rowid = ?", (rowid,))
+                db.execute("INSERT INTO docs_fts(rowid, body) VALUES (?, ?)", (rowid, space_cjk(text.body)))
+                written += 1
+            db.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                [
+                    ("offset", str(pending.next_offset)),
+                    ("positions", str(positions)),
+                    ("first_id", pending.first_message_id or ""),
+                    ("tail", pending.tail),
+                ],
+            )
             db.execute("COMMIT")
-            return len(rows)
+            return written
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def update(self, *, defer: Callable[[Pending], bool] | None = None) -> int | Pending:
+        """Index what was written since the last update; returns the rows written. When `defer(pending)` says so,
+        returns the `Pending` records instead, unwritten (the caller reads evicted outputs, then calls `apply`).
+        Single-flight: concurrent updates of one file wait for each other. Sync: run it in a thread."""
+        with self._lock:
+            for attempt in range(_RETRIES):
+                try:
+                    pending = self.read_pending()
+                    if pending.empty:
+                        return 0
+                    if defer is not None and defer(pending):
+                        return pending
+                    written = self.apply(pending, {})
+                except IndexDiscardedError:
+                    if attempt == _RETRIES - 1:
+                        raise
+                    continue  # rebuilt from scratch on the next attempt
+                if written is not None:
+                    return written
+            return 0
 
     # -- querying --------------------------------------------------------------------------------------------------
 
@@ -253,9 +378,10 @@ class SessionIndex:
         )
         params += [limit, offset]
         with self._lock:
-            rows = self._connect().execute(sql, params).fetchall()
+            rows = self._guarded(lambda db: db.execute(sql, params).fetchall())
         return [Hit(str(r[0]), int(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), float(r[6])) for r in rows]
 
     def indexed_records(self) -> int:
+        """How many messages the index holds (one row per message id, whatever its number of versions)."""
         with self._lock:
-            return int(self._meta(self._connect(), "records") or 0)
+            return int(self._guarded(lambda db: db.execute("SELECT COUNT(*) FROM docs").fetchone()[0]))

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio.to_thread
-from pydantic_ai import ModelRetry, RunContext
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from summarization_pydantic_ai import HistoryStore, HistoryStoreError, JsonHistoryStore, get_message_id
-from summarization_pydantic_ai._render import render_messages
+from summarization_pydantic_ai import HistoryStore, HistoryStoreError, InvalidSessionIdError, validate_session_id
 from summarization_pydantic_ai._tokens import estimate_text_tokens
+from summarization_pydantic_ai.store import StoredRecord
 
 from ..backends import BackendProtocol
-from ._index import Hit, NewRecord, SessionIndex, evicted_paths
+from ._index import Hit, IndexDiscardedError, Pending, SessionIndex, evicted_paths
 from ._text import QueryError, build_fts_query, query_terms
+from ._tools import TOOL_NAMES, Role, build_toolset
 
 __all__ = ["HistoryArchiveSearch", "SearchResult"]
 
-Role = Literal["user", "assistant", "tool", "summary", "system"]
+_ATTEMPTS = 5
 _LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "summary": "Summary", "system": "System"}
 _MAX_LINE = 300
 
@@ -70,8 +73,8 @@ def _excerpt(body: str, query: str, context_lines: int) -> str:
 
 
 @dataclass
-class HistoryArchiveSearch:
-    """The `search_conversation_history` and `read_history` tools over a session's full history.
+class HistoryArchiveSearch(AbstractToolset[Any]):
+    """The `search_conversation_history` and `read_history` tools over a session's full history, as a toolset.
 
     Reads the very store the middleware writes (`HistoryArchiveSearch(store=middleware.store)`), a history file on
     its own (`messages_path=...`), or the run's session (`DeepAgentDeps.messages_path`) when given neither. With
@@ -81,7 +84,7 @@ class HistoryArchiveSearch:
     Example:
         ```python
         search = HistoryArchiveSearch(store=middleware.store)
-        agent = Agent(model, toolsets=[search.toolset()])
+        agent = Agent(model, toolsets=[search])  # or search.toolset(): the two tools as a FunctionToolset
         ```
     """
 
@@ -93,7 +96,11 @@ class HistoryArchiveSearch:
     token_budget: int = 2_000
     """Upper bound on one result page, in estimated tokens."""
     context_lines: int = 2
+    read_history_tool: bool = True
+    """Define `read_history` too. `False` when another feature defines it over the same history (e.g.
+    `ContextManagerMiddleware(expose_history_tool=True)`, whose summaries then name the ids to read)."""
     _indexes: dict[Path, SessionIndex] = field(default_factory=dict[Path, SessionIndex], init=False, repr=False)
+    _tools: FunctionToolset[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.store is not None and self.messages_path is not None:
@@ -105,7 +112,7 @@ class HistoryArchiveSearch:
 
     # -- sources ---------------------------------------------------------------------------------------------------
 
-    def _path_for(self, ctx: RunContext[Any] | None) -> Path | None:
+    def path_for(self, ctx: RunContext[Any] | None) -> Path | None:
         if self.store is not None:
             path = getattr(self.store, "path", None)
             if path is None:
@@ -124,46 +131,44 @@ class HistoryArchiveSearch:
         return index
 
     def _session_paths(self, ctx: RunContext[Any] | None, session: str | None) -> list[tuple[str, Path]]:
-        if session and self.sessions_dir is not None:
+        if session:
+            if self.sessions_dir is None:
+                raise QueryError("this search has no sessions_dir: leave session out to search the current session")
             root = Path(self.sessions_dir)
             if session == "all":
                 return [(p.parent.name, p) for p in sorted(root.glob("*/messages.json"))]
+            try:
+                validate_session_id(session)
+            except InvalidSessionIdError as exc:
+                raise QueryError(f'{exc}; pass the id of a session under {root}, or "all"') from exc
             path = root / session / "messages.json"
-            if "/" in session or not path.exists():
+            if not path.is_file():
                 raise QueryError(f"no session {session!r} under {root}")
             return [(session, path)]
-        path = self._path_for(ctx)
+        path = self.path_for(ctx)
         return [("", path)] if path is not None else []
 
     async def update(self, index: SessionIndex, backend: BackendProtocol | None = None) -> int:
-        """Bring `index` up to date with its file (O(new records)); evicted outputs are read from `backend`."""
+        """Bring `index` up to date with its file (O(new records)); evicted outputs are read from `backend`.
+        Returns the number of messages (re)indexed."""
         source = backend or self.backend
 
-        def read_and_insert() -> tuple[list[NewRecord], int, int | None]:
-            # One worker-thread hop when no evicted output has to be read from the (async) backend.
-            records, end = index.read_new()
-            if records and (source is None or not any(evicted_paths(r.message) for r in records)):
-                return records, end, index.insert(records, {}, end)
-            return records, end, None
+        def needs_backend(pending: Pending) -> bool:
+            return source is not None and any(evicted_paths(r.message) for r in pending.records)
 
-        records, end, inserted = await anyio.to_thread.run_sync(read_and_insert)
-        if inserted is not None:
-            return inserted
-        if not records:
-            return 0
-        extras: dict[str, str] = {}
-        for record in records:
-            paths = evicted_paths(record.message)
-            if not paths or source is None:
+        for _ in range(_ATTEMPTS):
+            # One worker-thread hop when no evicted output has to be read from the (async) backend.
+            result = await anyio.to_thread.run_sync(lambda: index.update(defer=needs_backend))
+            if isinstance(result, int):
+                return result
+            extras = await _evicted_texts(result.records, source)
+            try:
+                written = await anyio.to_thread.run_sync(index.apply, result, extras)
+            except IndexDiscardedError:
                 continue
-            texts: list[str] = []
-            for path in paths:
-                try:
-                    texts.append(f"Evicted output {path}:\n{await source.read(path)}")
-                except (OSError, PermissionError):
-                    continue  # cleaned up since: the preview in the message is still indexed
-            extras[get_message_id(record.message) or ""] = "\n".join(texts)
-        return await anyio.to_thread.run_sync(index.insert, records, extras, end)
+            if written is not None:
+                return written  # else another update got there first: read again
+        return 0
 
     # -- searching -------------------------------------------------------------------------------------------------
 
@@ -190,12 +195,25 @@ class HistoryArchiveSearch:
         want = self.max_results * page
         for name, path in sources:
             index = self.index_for(path)
-            await self.update(index, backend)
-            found = await anyio.to_thread.run_sync(
-                lambda index=index: index.search(
-                    fts, roles=[role] if role else (), tool_name=tool_name, since=since, until=until, limit=want + 1
-                )
-            )
+            for attempt in range(2):  # a corrupt index is removed, rebuilt and queried again, once
+                try:
+                    await self.update(index, backend)
+                    found = await anyio.to_thread.run_sync(
+                        lambda index=index: index.search(
+                            fts,
+                            roles=[role] if role else (),
+                            tool_name=tool_name,
+                            since=since,
+                            until=until,
+                            limit=want + 1,
+                        )
+                    )
+                    break
+                except IndexDiscardedError:
+                    if attempt:
+                        raise
+            else:  # pragma: no cover - the loop always breaks or raises
+                found = []
             hits += [replace(hit, session=name) for hit in found]  # one index per file, labelled per query
         hits.sort(key=lambda h: h.score)
         shown = hits[(page - 1) * self.max_results : want]
@@ -224,69 +242,45 @@ class HistoryArchiveSearch:
             lines.append(f"More results: search again with page={page + 1}.")
         return "\n".join(lines)
 
-    # -- the tools -------------------------------------------------------------------------------------------------
+    # -- the tools: the object is a toolset; `toolset()` gives the same tools as a `FunctionToolset` -----------------
 
     def toolset(self) -> FunctionToolset[Any]:
-        """`search_conversation_history` and `read_history` as a pydantic-ai toolset."""
-        toolset: FunctionToolset[Any] = FunctionToolset()
-        search = self
+        """`search_conversation_history` and `read_history` as a pydantic-ai `FunctionToolset`."""
+        if self._tools is None:
+            self._tools = build_toolset(self)
+        return self._tools
 
-        @toolset.tool
-        async def search_conversation_history(
-            ctx: RunContext[Any],
-            query: str,
-            role: Role | None = None,
-            tool_name: str | None = None,
-            since: str | None = None,
-            until: str | None = None,
-            session: str | None = None,
-            page: int = 1,
-        ) -> str:
-            """Search the whole conversation, including what was summarized away and large tool outputs.
+    @property
+    def id(self) -> str | None:
+        return None
 
-            Words are matched case-insensitively, in any language; "quoted text" matches a phrase, a trailing *
-            a prefix (pars*). Results show message ids: use read_history for the exact original.
+    @property
+    def tool_names(self) -> Sequence[str]:
+        """The names of the tools this toolset defines."""
+        return TOOL_NAMES if self.read_history_tool else TOOL_NAMES[:1]
 
-            Args:
-                query: words, "a phrase", or prefix*.
-                role: only messages of this role: user, assistant, tool, summary, system.
-                tool_name: only messages with calls to or results from this tool.
-                since: only messages at or after this ISO time (e.g. 2026-11-22T10:00).
-                until: only messages at or before this ISO time.
-                session: a session id to search instead of the current one, or "all".
-                page: result page, from 1.
-            """
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        return await self.toolset().get_tools(ctx)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        return await self.toolset().call_tool(name, tool_args, ctx, tool)
+
+
+async def _evicted_texts(records: Sequence[StoredRecord], source: BackendProtocol | None) -> dict[str, str]:
+    """The full text of the outputs these records evicted, by message id (an output cleaned up since is skipped:
+    the preview in the message is still indexed)."""
+    extras: dict[str, str] = {}
+    for record in records:
+        paths = evicted_paths(record.message)
+        if not paths or source is None:
+            continue
+        texts: list[str] = []
+        for path in paths:
             try:
-                result = await search.search(
-                    query, role=role, tool_name=tool_name, since=since, until=until, session=session, page=page, ctx=ctx
-                )
-            except (QueryError, HistoryStoreError) as exc:
-                return f"Search not run: {exc}"
-            return result.text
-
-        @toolset.tool
-        async def read_history(
-            ctx: RunContext[Any], start_id: str, end_id: str | None = None, offset: int = 0, limit: int = 20
-        ) -> str:
-            """Read original messages verbatim, from start_id to end_id (inclusive), paged.
-
-            Args:
-                start_id: the first message id (from a search result or a summary).
-                end_id: the last message id (default: just the start message's span to the end).
-                offset: position within the span to start at.
-                limit: messages per page (at most 50).
-            """
-            path = search._path_for(ctx)
-            if path is None:
-                raise ModelRetry("this agent keeps no history file")
-            store = search.store or JsonHistoryStore.reader(path)
-            try:
-                page = await store.read(start_id, end_id or start_id, offset=offset, limit=max(1, min(limit, 50)))
-            except HistoryStoreError as exc:
-                raise ModelRetry(str(exc)) from exc
-            text = render_messages(page.messages, start_index=page.offset)
-            if page.next_offset is not None:
-                text += f"\n[more: call read_history again with offset={page.next_offset}]"
-            return text
-
-        return toolset
+                texts.append(f"Evicted output {path}:\n{await source.read(path)}")
+            except (OSError, PermissionError):
+                continue
+        extras[record.message_id or ""] = "\n".join(texts)
+    return extras

@@ -214,6 +214,8 @@ async def test_cross_session_search(tmp_path: Path) -> None:
     assert {h.session for h in everywhere.hits} == {"a", "b"}
     assert (await search.search("sky", session="b")).total_shown == 1
     with pytest.raises(QueryError, match="no session"):
+        await search.search("sky", session="c")
+    with pytest.raises(QueryError, match="invalid session id"):
         await search.search("sky", session="../a")
 
 
