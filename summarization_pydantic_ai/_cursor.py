@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import is_
-from typing import Literal, cast
+from typing import Any, Generic, Literal, cast, overload
 
 from pydantic_ai.messages import ModelMessage
+from typing_extensions import TypeVar
 
 from ._messages import get_message_id
 
@@ -227,30 +228,40 @@ def _item_bytes(items: Sequence[ModelMessage], count: int) -> bytes | None:
     return _item_bytes_unchecked(cast("list[ModelMessage]", items), count)
 
 
-class CursorTable:
+_C = TypeVar("_C", bound=HistoryCursor, default=HistoryCursor)
+
+
+class CursorTable(Generic[_C]):
     """Cursors for several histories at once, keyed by the identity of each history's first message (bounded LRU).
 
     A consumer that is handed many histories (one per run, or copies of several sessions) keeps one table; the
     cursor of a history is found again as long as its first message is the same object. Not thread-safe.
+    `factory` makes the cursors (a `HistoryCursor` subclass that carries the consumer's own per-history state,
+    e.g. a running total).
     """
 
-    __slots__ = ("_cursors", "max_size")
+    __slots__ = ("_cursors", "_factory", "max_size")
 
-    def __init__(self, max_size: int = 32) -> None:
+    @overload
+    def __init__(self: CursorTable[HistoryCursor], max_size: int = 32) -> None: ...
+    @overload
+    def __init__(self, max_size: int = 32, *, factory: Callable[[], _C]) -> None: ...
+    def __init__(self, max_size: int = 32, *, factory: Callable[[], Any] = HistoryCursor) -> None:
         self.max_size = max_size
-        self._cursors: dict[int, HistoryCursor] = {}
+        self._factory: Callable[[], _C] = factory
+        self._cursors: dict[int, _C] = {}
 
     def __len__(self) -> int:
         return len(self._cursors)
 
-    def cursor_for(self, messages: Sequence[ModelMessage]) -> HistoryCursor:
+    def cursor_for(self, messages: Sequence[ModelMessage]) -> _C:
         """The cursor of the history starting with `messages[0]` (a fresh one for a new or empty history)."""
         if not messages:
-            return HistoryCursor()
+            return self._factory()
         key = id(messages[0])
         cursor = self._cursors.pop(key, None)
         if cursor is None or not cursor.messages or cursor.messages[0] is not messages[0]:
-            cursor = HistoryCursor()
+            cursor = self._factory()
         self._cursors[key] = cursor  # most recently used last
         while len(self._cursors) > self.max_size:
             self._cursors.pop(next(iter(self._cursors)))

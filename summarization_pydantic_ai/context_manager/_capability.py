@@ -228,7 +228,6 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise error
         ctx.messages[:] = result
         state.retry_messages = list(result)
-        state.mark_recorded(result)
         raise RetryModelRequest()
 
     async def after_tool_execute(
@@ -319,8 +318,6 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         result = await self._compress(messages, size, budget, focus, store, ctx)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
-        if result is not messages:
-            state.mark_recorded(result)
         return result
 
     async def _report_usage(self, size: Measure, budget: int, source: str, store: HistoryStore | None) -> None:
