@@ -235,7 +235,8 @@ class CursorTable(Generic[_C]):
     """Cursors for several histories at once, keyed by the identity of each history's first message (bounded LRU).
 
     A consumer that is handed many histories (one per run, or copies of several sessions) keeps one table; the
-    cursor of a history is found again as long as its first message is the same object. Not thread-safe.
+    cursor of a history is found again as long as its first message is the same object, or an edited copy of it
+    (the same message id). Not thread-safe.
     `factory` makes the cursors (a `HistoryCursor` subclass that carries the consumer's own per-history state,
     e.g. a running total).
     """
@@ -258,14 +259,26 @@ class CursorTable(Generic[_C]):
         """The cursor of the history starting with `messages[0]` (a fresh one for a new or empty history)."""
         if not messages:
             return self._factory()
-        key = id(messages[0])
+        first = messages[0]
+        key = id(first)
         cursor = self._cursors.pop(key, None)
-        if cursor is None or not cursor.messages or cursor.messages[0] is not messages[0]:
-            cursor = self._factory()
+        if cursor is None or not cursor.messages or cursor.messages[0] is not first:
+            cursor = self._by_message_id(first) or self._factory()
         self._cursors[key] = cursor  # most recently used last
         while len(self._cursors) > self.max_size:
             self._cursors.pop(next(iter(self._cursors)))
         return cursor
+
+    def _by_message_id(self, first: ModelMessage) -> _C | None:
+        """The cursor of a history whose first message was replaced by an edited copy (same message id)."""
+        message_id = get_message_id(first)
+        if message_id is None:
+            return None
+        for key, cursor in self._cursors.items():
+            if cursor.messages and get_message_id(cursor.messages[0]) == message_id:
+                del self._cursors[key]
+                return cursor
+        return None
 
     def clear(self) -> None:
         self._cursors.clear()

@@ -96,6 +96,8 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     prompt_template: str | None = None
     fsync: bool = False
     """fsync every append (survives power loss, not just a killed process); slower."""
+    lock_timeout: float = 0.0
+    """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
@@ -115,6 +117,8 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
         if self.max_tool_output_tokens is not None and self.max_tool_output_tokens < _MIN_TOOL_OUTPUT_TOKENS:
             raise ValueError(f"max_tool_output_tokens must be at least {_MIN_TOOL_OUTPUT_TOKENS}")
+        if self.lock_timeout < 0:
+            raise ValueError(f"lock_timeout must be >= 0, got {self.lock_timeout!r}")
         if self.history_store is not None and self.messages_path is not None:
             raise ValueError("pass either messages_path or history_store, not both")
         self._summarizer = make_summarizer(
@@ -140,7 +144,7 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
 
     def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
         """The store of one session's file (the very instance this middleware writes)."""
-        return JsonHistoryStore.open(path, fsync=self.fsync)
+        return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
 
     def request_compact(self, focus: str | None = None) -> None:
         """Compress at the next model request of a run using this instance (e.g. for `/compact`)."""
@@ -272,12 +276,12 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             return self.history_store
         if self.messages_path is None or callable(self.messages_path):
             return None
-        return JsonHistoryStore.open(self.messages_path, fsync=self.fsync)
+        return JsonHistoryStore.open(self.messages_path, fsync=self.fsync, lock_timeout=self.lock_timeout)
 
     def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         if callable(self.messages_path):
             path = self.messages_path(ctx)
-            return JsonHistoryStore.open(path, fsync=self.fsync) if path is not None else None
+            return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout) if path is not None else None
         return self._static_store()
 
     def _budget(self, model: Any) -> tuple[int, str]:
@@ -289,10 +293,11 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             window, source = getattr(model, "context_window", None) or resolve_max_tokens(model), "model"
         if window is None:
             window, source = DEFAULT_MAX_TOKENS, "default"
-            name = self.model_name or getattr(model, "model_name", None) or "the model"
-            if name not in _defaulted:
-                _defaulted.add(name)
-                logger.warning("context window of %s unknown: assuming %d tokens (set max_tokens)", name, window)
+            # A named model was looked up, and resolve_max_tokens said so once per name; a scripted model
+            # (TestModel, FunctionModel) has no window to report. Only "no model at all" is reported here.
+            if self.model_name is None and model is None and "" not in _defaulted:
+                _defaulted.add("")
+                logger.warning("context window unknown (no model_name): assuming %d tokens (set max_tokens)", window)
         return max(window - self.reserve_output_tokens, 1), source
 
     async def _process(

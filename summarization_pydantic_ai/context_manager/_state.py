@@ -7,13 +7,13 @@ import logging
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
 from .._cursor import CursorTable, HistoryCursor
-from .._messages import get_message_id
+from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
@@ -117,6 +117,8 @@ async def record_new_messages(
     (`REDUCTION_METADATA_KEYS`). Returns what was handed to the store. O(new messages)."""
     cursor = _recorded.cursor_for(store, messages)
     change = cursor.peek(messages)
+    if change.kind == "replaced" and _adopt_ids(cursor.messages, messages, change.start):
+        change = cursor.peek(messages)
     if change.kind == "unchanged":
         return []
     new = [
@@ -132,6 +134,27 @@ async def record_new_messages(
         await store.append([*versions, *new])
     cursor.commit(messages, change)  # only once recorded: a failed append is tried again at the next call
     return [*versions, *new]
+
+
+def _adopt_ids(recorded: Sequence[ModelMessage], messages: Sequence[ModelMessage], start: int) -> bool:
+    """Give a message without an id the id of the recorded message at its position when the two differ only in
+    their metadata: the same message, rebuilt (`run_stream` hands out a fresh copy of its final response, without
+    the id given to the response the run committed). Returns whether any id was adopted."""
+    adopted = False
+    for i in range(start, min(len(recorded), len(messages))):
+        new, old = messages[i], recorded[i]
+        old_id = get_message_id(old)
+        if old_id is None or get_message_id(new) is not None or not _same_but_metadata(new, old):
+            continue
+        new.metadata = {**(new.metadata or {}), **(old.metadata or {}), MESSAGE_ID_KEY: old_id}
+        adopted = True
+    return adopted
+
+
+def _same_but_metadata(a: ModelMessage, b: ModelMessage) -> bool:
+    if type(a) is not type(b):
+        return False
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in fields(a) if f.name != "metadata")
 
 
 async def _is_new_version(store: HistoryStore, message: ModelMessage) -> bool:
