@@ -276,12 +276,12 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             return self.history_store
         if self.messages_path is None or callable(self.messages_path):
             return None
-        return JsonHistoryStore.open(self.messages_path, fsync=self.fsync, lock_timeout=self.lock_timeout)
+        return self.store_for(self.messages_path)
 
     def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         if callable(self.messages_path):
             path = self.messages_path(ctx)
-            return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout) if path is not None else None
+            return None if path is None else self.store_for(path)
         return self._static_store()
 
     def _budget(self, model: Any) -> tuple[int, str]:
