@@ -26,6 +26,7 @@ from .._events import (
     UsageUpdated,
     emit_event,
 )
+from .._messages import get_message_id
 from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
@@ -97,6 +98,9 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     fsync: bool = False
     """fsync every append (survives power loss, not just a killed process); slower."""
     lock_timeout: float = 0.0
+    shared_file: bool = False
+    """Let a run that does not continue the file's conversation append to it anyway (see "One file, one
+    conversation"); by default such a run is refused with a `HistoryStoreError` saying how to resume."""
     """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
@@ -194,7 +198,12 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             overhead_tokens=request_overhead_tokens(request_context),
         )
         messages = request_context.messages
-        result = await self._process(messages, state, RunInfo(ctx, info), ctx, self._store_for_run(ctx))
+        store = self._store_for_run(ctx)
+        if not state.conversation_checked:
+            state.conversation_checked = True
+            if not self.shared_file and store is not None:
+                _check_same_conversation(messages, store)
+        result = await self._process(messages, state, RunInfo(ctx, info), ctx, store)
         if result is not messages:
             ctx.messages[:] = result
             request_context.messages = list(result)
@@ -340,3 +349,22 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))
+
+
+def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:
+    """Refuse a run that would add a second conversation to a history file: none of its messages is in the file,
+    and the file holds records (another chat, or the same one not resumed). Cheap: a resumed history's first
+    message is found at once; a new conversation is short."""
+    if not len(store):
+        return
+    for message in messages:
+        message_id = get_message_id(message)
+        if message_id is not None and message_id in store:
+            return
+    where = store.path if store.path is not None else "the history store"
+    raise HistoryStoreError(
+        f"{where} already holds another conversation ({len(store)} records) and this run does not continue it. "
+        "To continue it, pass message_history=await middleware.store.load() (the file's working context); "
+        "to start a new conversation, use another messages_path (a function of the RunContext gives one file per "
+        "session); to add this run to the same file anyway, set ContextManagerMiddleware(shared_file=True)."
+    )

@@ -69,6 +69,8 @@ class RunState:
     """Per-run bookkeeping: whether the trigger is armed, and the overflow retry in progress."""
 
     armed: bool = True
+    conversation_checked: bool = False
+    """Whether the run's history was checked against the file's conversation (at its first request)."""
     retry_messages: list[ModelMessage] | None = None
     overflow_retries: int = 0
 

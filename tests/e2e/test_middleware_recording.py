@@ -30,6 +30,7 @@ from pydantic_ai.models.test import TestModel
 
 from summarization_pydantic_ai import (
     ContextManagerMiddleware,
+    HistoryStoreError,
     HistoryStoreLockedError,
     JsonHistoryStore,
     _windows,
@@ -242,3 +243,28 @@ async def test_an_unknown_real_model_is_reported_once(
         await middleware([message])
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "acme:unreleased-model" in warnings[0]
+
+
+async def test_a_second_chat_on_the_same_file_is_refused_not_merged(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    middleware = ContextManagerMiddleware(max_tokens=100_000, summarization_model=None, messages_path=path)
+    agent = Agent(FunctionModel(answer), capabilities=[middleware])
+    first = await agent.run("chat one")
+    before = path.read_bytes()
+
+    with pytest.raises(HistoryStoreError, match=r"another conversation .*message_history=.*shared_file=True"):
+        await agent.run("chat two")  # a new conversation on a file that holds one
+    assert path.read_bytes() == before  # nothing of it was written
+
+    store = JsonHistoryStore.open(path)
+    resumed = await agent.run("chat one, continued", message_history=await store.load())
+    assert resumed.output == "answer 3"
+    again = await agent.run("and more", message_history=first.all_messages())  # any recorded history continues
+    assert again.output == "answer 3"
+
+    shared = ContextManagerMiddleware(
+        max_tokens=100_000, summarization_model=None, messages_path=path, shared_file=True
+    )
+    await Agent(FunctionModel(answer), capabilities=[shared]).run("chat two, on purpose")
+    prompts = [p.content for m in records(path) for p in m.parts if isinstance(p, UserPromptPart)]
+    assert prompts == ["chat one", "chat one, continued", "and more", "chat two, on purpose"]
