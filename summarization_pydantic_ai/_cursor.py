@@ -89,7 +89,9 @@ def _fingerprint(message: ModelMessage) -> _Fingerprint:
 
 
 def _same_fingerprint(a: _Fingerprint, b: _Fingerprint) -> bool:
-    return len(a) == len(b) and all(x is y or (type(x) is int and x == y) for x, y in zip(a, b, strict=True))
+    """Nothing observable changed: the same objects, or (where an object was swapped) an equal one. Tuple
+    equality checks identity first, item by item, in C; only a swapped object is compared by value."""
+    return a == b
 
 
 class HistoryCursor:
