@@ -60,17 +60,17 @@ def _chars(data: bytes) -> int:
     return len(data.translate(None, _CONTINUATION))
 
 
-def _lines(file: BinaryIO, cap: int) -> Iterator[tuple[bytes, int]]:
-    """Each line of `file` as (its first `cap` bytes without the `\\n`, characters beyond those)."""
+def _lines(file: BinaryIO, cap: int) -> Iterator[tuple[bytes, int, bool]]:
+    """Each line of `file` as (its first `cap` bytes without the `\\n`, characters beyond those, whether cut)."""
     while True:
         head = file.readline(cap)
         if not head:
             return
         if head.endswith(b"\n"):
-            yield head[:-1], 0
+            yield head[:-1], 0, False
             continue
         if len(head) < cap:  # the last line, without a newline
-            yield head, 0
+            yield head, 0, False
             return
         extra = 0
         while True:
@@ -81,16 +81,16 @@ def _lines(file: BinaryIO, cap: int) -> Iterator[tuple[bytes, int]]:
                 extra += _chars(rest[:-1])
                 break
             extra += _chars(rest)
-        yield head, extra
+        yield head, extra, True
 
 
-def _decode(head: bytes, extra: int, max_line_chars: int) -> tuple[str, int, bool]:
+def _decode(head: bytes, extra: int, cut: bool, max_line_chars: int) -> tuple[str, int, bool]:
     """(the line cut to `max_line_chars`, characters cut, whether its kept part holds undecodable bytes)."""
     try:
         text, bad = head.decode("utf-8"), False
     except UnicodeDecodeError as exc:
         text = head.decode("utf-8", "replace")
-        bad = not (extra > 0 and exc.reason == "unexpected end of data")  # a character cut at the head's end
+        bad = not (cut and exc.reason == "unexpected end of data")  # a character cut at the head's end
     if len(text) <= max_line_chars and extra == 0:
         return text, 0, bad
     return text[:max_line_chars], max(len(text) - max_line_chars, 0) + extra, bad
