@@ -236,7 +236,7 @@ class LocalBackend:
             if vpath == "/":
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
             _, real = self._resolve(path)  # the target (if a symlink) must be inside too
-            host = os.path.join(self._real_parent(vpath), vpath.rsplit("/", 1)[1])
+            host = os.path.join(self._real_parent(vpath), os.path.basename(self._host(vpath)))
             if stat_module.S_ISDIR(os.lstat(host).st_mode) or os.path.isdir(real):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
             os.unlink(host)  # a symlink is removed itself, never its target

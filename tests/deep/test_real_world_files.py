@@ -330,3 +330,21 @@ def test_a_catastrophic_pattern_stops_within_two_seconds(
     assert float(elapsed) < 2.0
     assert output.startswith(expected), output
     assert "simplify the pattern" in output
+
+
+async def test_delete_and_cleanup_remove_the_file_named_not_its_look_alike(tmp_path: Path) -> None:
+    """`/bad\\xff.txt` is the byte 0xFF; a file literally named `bad\\xff.txt` (a backslash) must survive."""
+    archive = tmp_path / "large_tool_results"
+    archive.mkdir()
+    make(archive, b"bad\xff_20250101_000000.txt", b"old\n")
+    make(archive, b"bad\\xff_20250101_000000.txt", b"look-alike, newest\n")
+    make(archive, b"new\n_20250102_000000.txt", b"newer\n")
+    fs = LocalBackend(tmp_path)
+    await fs.delete("/large_tool_results/bad\\xff_20250101_000000.txt")
+    assert sorted(os.listdir(os.fsencode(archive))) == [b"bad\\xff_20250101_000000.txt", b"new\n_20250102_000000.txt"]
+    from pydantic_deep.filesystem import cleanup_old_archives
+
+    make(archive, b"bad\xff_20240101_000000.txt", b"oldest\n")
+    result = await cleanup_old_archives(fs, "/large_tool_results", keep_last_n=2)
+    assert result.removed == ["/large_tool_results/bad\\xff_20240101_000000.txt"]
+    assert sorted(os.listdir(os.fsencode(archive))) == [b"bad\\xff_20250101_000000.txt", b"new\n_20250102_000000.txt"]

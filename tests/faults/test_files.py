@@ -8,7 +8,8 @@ greps, globs and writes it by the name it was shown. Checked after every run:
 - no exception escapes: every call comes back as a success or as a failed tool call, and the run ends normally;
 - every tool result serializes (the middleware persists it to messages.json) and is printable text;
 - the tools addressed exactly that file: its bytes changed as edited and nothing else in the workspace did
-  (unrelated files byte-identical), and nothing outside the workspace was created, changed or removed.
+  (unrelated files byte-identical, including a look-alike literally named like the escaped spelling), `delete`
+  removed exactly the file named, and nothing outside the workspace was created, changed or removed.
 
 The same names typed by the model as raw characters (JSON strings) go through a `StateBackend`.
 """
@@ -145,6 +146,10 @@ async def test_a_hostile_file_name_on_disk_through_every_tool(world: tuple[Path,
     host = os.path.join(os.fsencode(workspace), raw)
     with open(host, "wb") as file:
         file.write(PAYLOAD)
+    look_alike = escape_name(raw).encode()  # a file literally named like the escaped spelling
+    if look_alike != raw and len(look_alike) <= 255:
+        with open(os.path.join(os.fsencode(workspace), look_alike), "wb") as file:
+            file.write(PAYLOAD)
     unrelated = {k: v for k, v in snapshot(workspace).items() if k != raw}
     shown = "/" + escape_name(raw)
     copy = raw[:250] + b".copy"
@@ -175,6 +180,9 @@ async def test_a_hostile_file_name_on_disk_through_every_tool(world: tuple[Path,
         assert file.read() == b"copy\n"
     now = {k: v for k, v in snapshot(workspace).items() if k not in (raw, copy, raw + b".copy")}
     assert now == unrelated, "an unrelated file or directory changed"
+    await LocalBackend(workspace).delete("/" + escape_name(copy))  # what cleanup_old_archives calls
+    assert copy not in snapshot(workspace)
+    assert {k: v for k, v in snapshot(workspace).items() if k not in (raw, raw + b".copy")} == unrelated
     store = JsonHistoryStore.reader(messages)
     try:
         stored = store.load_all_sync()
