@@ -29,6 +29,8 @@ from typing import TypeVar
 import anyio.to_thread
 
 from ._grep import GREP_TIME_LIMIT, GrepBudget, compile_grep_pattern, grep_lines, grep_path_matches
+from ._host import check_regular as _check_regular
+from ._host import translate as _translate
 from ._names import escape_name, unescape_name
 from ._pages import FilePage, read_page_from
 from ._protocol import (
@@ -48,12 +50,6 @@ _T = TypeVar("_T")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_KINDS = {
-    stat_module.S_IFIFO: "a FIFO (named pipe)",
-    stat_module.S_IFSOCK: "a socket",
-    stat_module.S_IFCHR: "a character device",
-    stat_module.S_IFBLK: "a block device",
-}
 
 
 class LocalBackend:
@@ -374,30 +370,3 @@ class LocalBackend:
                 if self._inside(child_real) and os.path.isfile(child_real):
                     found.append((child_v, child_real))
         return sorted(found)
-
-
-def _check_regular(mode: int, vpath: str) -> None:
-    if stat_module.S_ISREG(mode):
-        return
-    if stat_module.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
-    kind = _KINDS.get(stat_module.S_IFMT(mode), "not a regular file")
-    raise BackendError(
-        f"{vpath} is {kind}, not a regular file: the file tools only read, edit and write regular files, so it was "
-        "left alone"
-    )
-
-
-def _translate(exc: OSError, path: str) -> OSError:
-    """The same kind of error naming the virtual path, never the host path (which the model must not see)."""
-    try:
-        vpath = normalize_path(path)
-    except PathEscapeError:  # pragma: no cover - normalize_path already ran before any I/O
-        vpath = "?"
-    if exc.filename == vpath:
-        return exc
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathEscapeError(f"{vpath}: name too long for the file system")
-    if exc.errno == errno.ELOOP:
-        return PathEscapeError(f"{vpath}: too many levels of symbolic links")
-    return OSError(exc.errno, exc.strerror or type(exc).__name__, vpath)  # OSError() picks the errno's subclass
