@@ -348,3 +348,22 @@ async def test_delete_and_cleanup_remove_the_file_named_not_its_look_alike(tmp_p
     result = await cleanup_old_archives(fs, "/large_tool_results", keep_last_n=2)
     assert result.removed == ["/large_tool_results/bad\\xff_20240101_000000.txt"]
     assert sorted(os.listdir(os.fsencode(archive))) == [b"bad\\xff_20250101_000000.txt", b"new\n_20250102_000000.txt"]
+
+
+async def test_escaped_names_work_at_any_depth(tmp_path: Path) -> None:
+    os.mkdir(os.path.join(os.fsencode(tmp_path), b"d\xff"))
+    make(tmp_path, b"d\xff/f\n.txt", b"deep\n")
+    listing, read, glob, grep, written = await tools(
+        LocalBackend(tmp_path),
+        ("ls", {"path": "/d\\xff"}),
+        ("read_file", {"path": "/d\\xff/f\\x0a.txt"}),
+        ("glob", {"pattern": "**/*.txt"}),
+        ("grep", {"pattern": "deep", "glob": "f*"}),
+        ("write_file", {"path": "/d\\xff/new\\x09.txt", "content": "x"}),
+    )
+    assert listing.content == "/d\\xff/f\\x0a.txt  (5 bytes)"
+    assert read.content == "     1\tdeep"
+    assert glob.content == "/d\\xff/f\\x0a.txt"
+    assert grep.content == "/d\\xff/f\\x0a.txt:1: deep"
+    assert written.outcome == "success"
+    assert (tmp_path / os.fsdecode(b"d\xff/new\t.txt")).read_bytes() == b"x"
