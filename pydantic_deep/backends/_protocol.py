@@ -81,10 +81,22 @@ def normalize_path(path: str) -> str:
         raise PathEscapeError(f"a path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise PathEscapeError("a path may not contain a NUL byte")
-    if "\\" not in path and path.isprintable():
-        if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+    if "\\" not in path and path.isprintable():  # the common case: nothing to escape or decode
+        if len(path) > MAX_PATH_BYTES // 4 and len(path.encode("utf-8")) > MAX_PATH_BYTES:
             raise PathEscapeError(f"path longer than {MAX_PATH_BYTES} bytes")
-        return _join(path, [(c, len(c.encode("utf-8"))) for c in path.split("/")])
+        parts: list[str] = []
+        for name in path.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not parts:
+                    raise PathEscapeError(f"{_quote(path)} climbs above the root")
+                parts.pop()
+            elif len(name) > MAX_COMPONENT_BYTES // 4 and len(name.encode("utf-8")) > MAX_COMPONENT_BYTES:
+                raise PathEscapeError(f"a path component is longer than {MAX_COMPONENT_BYTES} bytes")
+            else:
+                parts.append(name)
+        return "/" + "/".join(parts)
     if len(path) > 4 * MAX_PATH_BYTES:
         raise PathEscapeError(f"path longer than {MAX_PATH_BYTES} bytes")
     names: list[tuple[str, int]] = []
