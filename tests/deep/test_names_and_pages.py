@@ -22,7 +22,9 @@ from pydantic_deep.backends import (
     LocalBackend,
     PathEscapeError,
     StateBackend,
+    compile_grep_pattern,
     escape_name,
+    grep_lines,
     normalize_path,
     text_page,
     unescape_name,
@@ -145,3 +147,15 @@ async def test_composite_falls_back_to_read_and_keeps_partial_grep_results() -> 
 
 def test_number_lines_keeps_carriage_returns() -> None:
     assert number_lines("a\r\nb\r\n", "/f") == "     1\ta\r\n     2\tb\r"
+
+
+@given(
+    text=st.lists(st.sampled_from(["ab", "a", "b", "\n", "\r\n", " ", "é"]), max_size=30).map("".join),
+    pattern=st.sampled_from(["a", "ab", "b a", "é", "x"]),
+    limit=st.integers(1, 5),
+)
+def test_plain_text_patterns_match_like_the_regular_expression(text: str, pattern: str, limit: int) -> None:
+    """A literal pattern takes a `str.find` fast path; it must find exactly what the per-line search finds."""
+    fast = list(grep_lines(compile_grep_pattern(pattern), "/f", text, limit))
+    slow = list(grep_lines(compile_grep_pattern(f"(?:{pattern})"), "/f", text, limit))  # not a literal: regex path
+    assert fast == slow
