@@ -127,7 +127,8 @@ def create_deep_agent(
         context_manager: a `ContextManagerMiddleware`, `True` for one writing
             `.pydantic-deep/sessions/<id>/messages.json` (per `DeepAgentDeps`), or `False`/`None` for none.
         eviction: an `EvictionProcessor`, `True` for the defaults (20,000 tokens, `/large_tool_results/`), or off.
-        memory: an `AgentMemoryToolset`, `True` for `.pydantic-deep/main/MEMORY.md`, or off.
+        memory: an `AgentMemoryToolset`, `True` for one in the run's session layout
+            (`<deps.base_dir>/<deps.agent_name>/MEMORY.md`; with `base_dir=None`, on `deps.backend`), or off.
         history_search: a `HistoryArchiveSearch`, `True` for one over the run's session file, or off.
         todos: add `write_todos`/`read_todos` and the todo list in the instructions.
         filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).

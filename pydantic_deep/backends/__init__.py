@@ -22,7 +22,20 @@ asyncio.run(main())
 """
 
 from ._composite import CompositeBackend
+from ._grep import (
+    GREP_LINE_TIMEOUT,
+    GREP_MIN_RATE,
+    GREP_SLOW_AFTER,
+    GREP_TIME_LIMIT,
+    GrepBudget,
+    GrepStopped,
+    compile_grep_pattern,
+    grep_lines,
+    grep_path_matches,
+)
 from ._local import LocalBackend
+from ._names import escape_name, unescape_name
+from ._pages import LOOKAHEAD_BYTES, FilePage, SupportsReadPage, read_page_from, text_page
 from ._protocol import (
     BINARY_SNIFF_CHARS,
     MAX_COMPONENT_BYTES,
@@ -34,9 +47,7 @@ from ._protocol import (
     GrepMatch,
     PathEscapeError,
     apply_edit,
-    compile_grep_pattern,
-    grep_lines,
-    grep_path_matches,
+    count_occurrences,
     match_glob,
     normalize_path,
 )
@@ -44,6 +55,11 @@ from ._state import StateBackend, StateBackendDict, StateFileDict
 
 __all__ = [
     "BINARY_SNIFF_CHARS",
+    "GREP_LINE_TIMEOUT",
+    "GREP_MIN_RATE",
+    "GREP_SLOW_AFTER",
+    "GREP_TIME_LIMIT",
+    "LOOKAHEAD_BYTES",
     "MAX_COMPONENT_BYTES",
     "MAX_PATH_BYTES",
     "BackendError",
@@ -51,16 +67,25 @@ __all__ = [
     "CompositeBackend",
     "EditError",
     "FileInfo",
+    "FilePage",
+    "GrepBudget",
     "GrepMatch",
+    "GrepStopped",
     "LocalBackend",
     "PathEscapeError",
     "StateBackend",
     "StateBackendDict",
     "StateFileDict",
+    "SupportsReadPage",
     "apply_edit",
     "compile_grep_pattern",
+    "count_occurrences",
+    "escape_name",
     "grep_lines",
     "grep_path_matches",
     "match_glob",
     "normalize_path",
+    "read_page_from",
+    "text_page",
+    "unescape_name",
 ]

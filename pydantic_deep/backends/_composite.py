@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from ._grep import GrepStopped
+from ._pages import FilePage, SupportsReadPage, text_page
 from ._protocol import BackendProtocol, FileInfo, GrepMatch, normalize_path
 
 __all__ = ["CompositeBackend"]
@@ -82,6 +84,15 @@ class CompositeBackend:
 
     async def read(self, path: str) -> str:
         return await self.backend_for(path).read(normalize_path(path))
+
+    async def read_page(self, path: str, offset: int, limit: int, *, max_line_chars: int, max_chars: int) -> FilePage:
+        """A page of a file's lines, from its backend's `read_page` (or, lacking one, from its `read`)."""
+        vpath = normalize_path(path)
+        backend = self.backend_for(vpath)
+        if isinstance(backend, SupportsReadPage):
+            return await backend.read_page(vpath, offset, limit, max_line_chars=max_line_chars, max_chars=max_chars)
+        text = await backend.read(vpath)
+        return text_page(text, offset, limit, max_line_chars=max_line_chars, max_chars=max_chars)
 
     async def write(self, path: str, content: str) -> None:
         await self.backend_for(path).write(normalize_path(path), content)
@@ -158,7 +169,11 @@ class CompositeBackend:
                 for prefix, b in owners
             )
         )
-        merged = sorted((m for found in results for m in found), key=lambda m: (m.path, m.line_number))
+        stopped = [found for found in results if isinstance(found, GrepStopped)]
+        lists = [found.matches if isinstance(found, GrepStopped) else found for found in results]
+        merged = sorted((m for found in lists for m in found), key=lambda m: (m.path, m.line_number))
+        if stopped:
+            raise GrepStopped(str(stopped[0]), merged[:max_results])
         return merged[:max_results]
 
     async def _grep_one(
@@ -171,13 +186,15 @@ class CompositeBackend:
         glob: str | None,
         ignore_case: bool,
         max_results: int,
-    ) -> list[GrepMatch]:
+    ) -> list[GrepMatch] | GrepStopped:
         try:
             found = await backend.grep(pattern, vpath, glob=glob, ignore_case=ignore_case, max_results=max_results)
         except FileNotFoundError:
             if self._tolerates_missing(prefix, vpath):
                 return []
             raise
+        except GrepStopped as exc:  # keep what it found; the merge says the search stopped early
+            return GrepStopped(str(exc), [m for m in exc.matches if self._route(m.path)[0] == prefix])
         return [m for m in found if self._route(m.path)[0] == prefix]
 
     def _tolerates_missing(self, prefix: str | None, vpath: str) -> bool:

@@ -28,6 +28,11 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from ._grep import GREP_TIME_LIMIT, GrepBudget, compile_grep_pattern, grep_lines, grep_path_matches
+from ._host import check_regular as _check_regular
+from ._host import translate as _translate
+from ._names import escape_name, unescape_name
+from ._pages import FilePage, read_page_from
 from ._protocol import (
     BINARY_SNIFF_CHARS,
     BackendError,
@@ -35,9 +40,6 @@ from ._protocol import (
     GrepMatch,
     PathEscapeError,
     apply_edit,
-    compile_grep_pattern,
-    grep_lines,
-    grep_path_matches,
     match_glob,
     normalize_path,
 )
@@ -47,6 +49,7 @@ __all__ = ["LocalBackend"]
 _T = TypeVar("_T")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class LocalBackend:
@@ -57,22 +60,29 @@ class LocalBackend:
     So a symlink inside the root that points inside it works, and one that leads out raises `PathEscapeError`, for
     reads and writes alike (a write checks its parent directory's real path and refuses a final-component symlink
     pointing out; files are opened with `O_NOFOLLOW`). `ls`, `glob` and `grep` skip entries that resolve outside the
-    root and do not descend into symlinked directories. Files are UTF-8 text: undecodable bytes are replaced on
-    `read`; `grep` skips files with a NUL byte near the start (binary). Writes are atomic (a temporary file, then
-    `os.replace`; the file's mode is kept), and writes and edits on one backend are serialized, so concurrent edits
-    lose nothing. All file I/O runs in a worker thread.
+    root and do not descend into symlinked directories. Only regular files are read, edited or overwritten: a FIFO,
+    socket or device is refused at once (checked before opening, and opened with `O_NONBLOCK`), never waited on.
+
+    File names are bytes on disk; virtual paths spell them escaped (`escape_name`: an undecodable byte as `\\xHH`, a
+    backslash as `\\\\`), so every name can be listed, serialized and passed back. Files are UTF-8 text: undecodable
+    bytes are replaced on `read`/`read_page` and kept as they are by `edit`; `grep` skips files with a NUL byte near
+    the start (binary) and is bounded in time (`GrepBudget`). Writes are atomic (a temporary file, then `os.replace`;
+    the file's mode is kept), and writes and edits on one backend are serialized, so concurrent edits lose nothing.
+    All file I/O runs in a worker thread.
 
     The checks defend against paths a model (or a user) passes in; they do not make the root safe from another local
     process racing to swap directories for symlinks while a call is in flight.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, grep_time_limit: float = GREP_TIME_LIMIT) -> None:
         os.makedirs(root, exist_ok=True)
         self._root = os.path.realpath(root)
         if not os.path.isdir(self._root):
             raise NotADirectoryError(f"LocalBackend root {str(root)!r} is not a directory: pass a directory path")
         self._prefix = self._root.rstrip(os.sep) + os.sep
         self._lock = threading.Lock()  # serializes writes, edits and deletes (edit is read-modify-write)
+        self.grep_time_limit = grep_time_limit
+        """Seconds a `grep` may take in all (see `GrepBudget` for the bounds on slow patterns)."""
 
     @property
     def root(self) -> Path:
@@ -88,7 +98,14 @@ class LocalBackend:
         return real == self._root or real.startswith(self._prefix)
 
     def _host(self, vpath: str) -> str:
-        return self._root if vpath == "/" else os.path.join(self._root, *vpath[1:].split("/"))
+        if vpath == "/":
+            return self._root
+        if "\\" not in vpath:
+            return os.path.join(self._root, *vpath[1:].split("/"))
+        names = [os.fsdecode(unescape_name(name)) for name in vpath[1:].split("/")]
+        if os.altsep is not None and any(os.sep in n or os.altsep in n for n in names):  # pragma: no cover - Windows
+            raise PathEscapeError(f"{vpath}: a backslash cannot be part of a file name on this system")
+        return os.path.join(self._root, *names)
 
     def _resolve(self, path: str) -> tuple[str, str]:
         """(virtual path, real host path inside the root) for `path`, or `PathEscapeError`."""
@@ -97,9 +114,6 @@ class LocalBackend:
         if not self._inside(real):
             raise PathEscapeError(f"{vpath} leads outside the root through a symlink: use a path inside the workspace")
         return vpath, real
-
-    def _virtual(self, real: str) -> str:
-        return "/" if real == self._root else "/" + os.path.relpath(real, self._root).replace(os.sep, "/")
 
     async def _run(self, func: Callable[[], _T], vpath_hint: str) -> _T:
         try:
@@ -128,11 +142,25 @@ class LocalBackend:
 
         await self._run(write, path)
 
+    async def read_page(self, path: str, offset: int, limit: int, *, max_line_chars: int, max_chars: int) -> FilePage:
+        """Lines `offset+1 … offset+limit` of a file, streamed: only the page (and a bounded lookahead) is read."""
+
+        def read_page() -> FilePage:
+            vpath, real = self._resolve(path)
+            fd = self._open_regular(vpath, real)
+            size = os.fstat(fd).st_size
+            with os.fdopen(fd, "rb") as file:
+                return read_page_from(
+                    file, offset, limit, max_line_chars=max_line_chars, max_chars=max_chars, size=size
+                )
+
+        return await self._run(read_page, path)
+
     async def edit(self, path: str, old: str, new: str, *, replace_all: bool = False) -> int:
         def edit() -> int:
             vpath, real = self._resolve(path)
             with self._lock:
-                text = self._read_bytes(vpath, real).decode("utf-8", "replace")
+                text = self._read_bytes(vpath, real).decode("utf-8", "surrogateescape")  # every byte comes back
                 result, count = apply_edit(text, old, new, path=vpath, replace_all=replace_all)
                 self._write_bytes(vpath, real, result.encode("utf-8", "surrogateescape"))
             return count
@@ -146,7 +174,7 @@ class LocalBackend:
             entries: list[FileInfo] = []
             with os.scandir(real) as it:
                 for entry in it:
-                    info = self._entry_info(base + entry.name, os.path.join(real, entry.name))
+                    info = self._entry_info(base + escape_name(entry.name), os.path.join(real, entry.name))
                     if info is not None:
                         entries.append(info)
             return sorted(entries, key=lambda e: e.path)
@@ -169,30 +197,31 @@ class LocalBackend:
         ignore_case: bool = False,
         max_results: int = 200,
     ) -> list[GrepMatch]:
-        regex = compile_grep_pattern(pattern, ignore_case=ignore_case)
+        compiled = compile_grep_pattern(pattern, ignore_case=ignore_case)
+        budget = GrepBudget(time_limit=self.grep_time_limit)
 
         def grep() -> list[GrepMatch]:
             vpath, real = self._resolve(path)
             if os.path.isdir(real):
                 files, base = self._walk_files(vpath, real), vpath
-            elif os.path.isfile(real):
-                files, base = [(vpath, real)], vpath.rsplit("/", 1)[0] or "/"
             else:
-                raise FileNotFoundError(errno.ENOENT, "No such file or directory", vpath)
+                _check_regular(os.stat(real).st_mode, vpath)  # missing, or a FIFO/socket/device: say so
+                files, base = [(vpath, real)], vpath.rsplit("/", 1)[0] or "/"
             matches: list[GrepMatch] = []
             for file_vpath, file_real in files:
-                if len(matches) >= max_results:
+                if len(matches) >= max_results or budget.expired():
                     break
                 if not grep_path_matches(glob, file_vpath, base):
                     continue
                 try:
                     data = self._read_bytes(file_vpath, file_real)
-                except OSError:
-                    continue  # unreadable or vanished meanwhile: skip, like grep -s
+                except (OSError, BackendError):
+                    continue  # unreadable, vanished or no longer a regular file: skip, like grep -s
                 if b"\x00" in data[:BINARY_SNIFF_CHARS]:
                     continue
                 text = data.decode("utf-8", "replace")
-                matches.extend(grep_lines(regex, file_vpath, text, max_results - len(matches)))
+                matches.extend(grep_lines(compiled, file_vpath, text, max_results - len(matches), budget=budget))
+            budget.raise_if_stopped(matches)
             return matches
 
         return await self._run(grep, path)
@@ -203,7 +232,7 @@ class LocalBackend:
             if vpath == "/":
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
             _, real = self._resolve(path)  # the target (if a symlink) must be inside too
-            host = os.path.join(self._real_parent(vpath), vpath.rsplit("/", 1)[1])
+            host = os.path.join(self._real_parent(vpath), os.path.basename(self._host(vpath)))
             if stat_module.S_ISDIR(os.lstat(host).st_mode) or os.path.isdir(real):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
             os.unlink(host)  # a symlink is removed itself, never its target
@@ -248,24 +277,38 @@ class LocalBackend:
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", vpath)
         return vpath, real
 
+    def _open_regular(self, vpath: str, real: str) -> int:
+        """A read-only descriptor of the regular file `real`; a directory, FIFO, socket or device is refused.
+
+        The type is checked before opening, and the open itself never blocks (`O_NONBLOCK`: a FIFO swapped in
+        meanwhile opens at once and is refused by the second check).
+        """
+        _check_regular(os.stat(real).st_mode, vpath)
+        fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _BINARY | _NONBLOCK)
+        try:
+            _check_regular(os.fstat(fd).st_mode, vpath)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def _read_bytes(self, vpath: str, real: str) -> bytes:
-        if os.path.isdir(real):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
-        fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _BINARY)
-        with os.fdopen(fd, "rb") as file:
+        with os.fdopen(self._open_regular(vpath, real), "rb") as file:
             return file.read()
 
     def _write_bytes(self, vpath: str, real: str, data: bytes) -> None:
         """Write atomically: a temporary file next to the target, then `os.replace` (a crash leaves old or new)."""
-        if os.path.isdir(real):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", vpath)
         directory, name = os.path.split(real)
-        self._make_parents(vpath, directory)
         try:
-            mode = stat_module.S_IMODE(os.stat(real).st_mode)
+            st = os.stat(real)
         except FileNotFoundError:
             mode = None
-        temp = os.path.join(directory, f".{name[:200]}.{secrets.token_hex(6)}.tmp")
+        else:
+            _check_regular(st.st_mode, vpath)  # never replace a directory, FIFO, socket or device
+            mode = stat_module.S_IMODE(st.st_mode)
+        self._make_parents(vpath, directory)
+        short = os.fsdecode(os.fsencode(name)[:200])  # the temporary name stays within 255 bytes
+        temp = os.path.join(directory, f".{short}.{secrets.token_hex(6)}.tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
         try:
             with os.fdopen(fd, "wb") as file:
@@ -319,7 +362,7 @@ class LocalBackend:
             except OSError:
                 continue  # vanished or unreadable meanwhile
             for entry in entries:
-                child_v, child_host = base + entry.name, os.path.join(directory, entry.name)
+                child_v, child_host = base + escape_name(entry.name), os.path.join(directory, entry.name)
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((child_v + "/", child_host))
                     continue
@@ -327,18 +370,3 @@ class LocalBackend:
                 if self._inside(child_real) and os.path.isfile(child_real):
                     found.append((child_v, child_real))
         return sorted(found)
-
-
-def _translate(exc: OSError, path: str) -> OSError:
-    """The same kind of error naming the virtual path, never the host path (which the model must not see)."""
-    try:
-        vpath = normalize_path(path)
-    except PathEscapeError:  # pragma: no cover - normalize_path already ran before any I/O
-        vpath = "?"
-    if exc.filename == vpath:
-        return exc
-    if exc.errno == errno.ENAMETOOLONG:
-        return PathEscapeError(f"{vpath}: name too long for the file system")
-    if exc.errno == errno.ELOOP:
-        return PathEscapeError(f"{vpath}: too many levels of symbolic links")
-    return OSError(exc.errno, exc.strerror or type(exc).__name__, vpath)  # OSError() picks the errno's subclass

@@ -7,11 +7,11 @@ over-long name) raises `PathEscapeError`, a `PermissionError`, which the file to
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Protocol, runtime_checkable
+
+from ._names import escape_name, shown_text, unescape_name
 
 __all__ = [
     "BINARY_SNIFF_CHARS",
@@ -24,9 +24,7 @@ __all__ = [
     "GrepMatch",
     "PathEscapeError",
     "apply_edit",
-    "compile_grep_pattern",
-    "grep_lines",
-    "grep_path_matches",
+    "count_occurrences",
     "match_glob",
     "normalize_path",
 ]
@@ -69,31 +67,70 @@ class GrepMatch:
 
 
 def normalize_path(path: str) -> str:
-    """The canonical virtual path (`/a/b`) of `path`, or `PathEscapeError`.
+    r"""The canonical virtual path (`/a/b`) of `path`, or `PathEscapeError`.
 
-    `.` and empty components are dropped and `..` goes up one level, but never above the root. Backslashes are
-    refused rather than guessed at (on POSIX they are file-name characters, on Windows separators).
+    `.` and empty components are dropped and `..` goes up one level, but never above the root. A backslash starts
+    an escape (`\xHH` for a byte, `\\` for a backslash; see `escape_name`) and any other backslash is refused
+    rather than guessed at (on POSIX it is a file-name character, on Windows a separator). The result spells every
+    name canonically: printable, valid UTF-8, control characters and undecodable bytes escaped.
+
+    >>> print(normalize_path(r"src/./a/../b\xff.txt"), normalize_path("tab\there"))
+    /src/b\xff.txt /tab\x09here
     """
     if not isinstance(path, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise PathEscapeError(f"a path must be a string, got {type(path).__name__}")
     if "\x00" in path:
         raise PathEscapeError("a path may not contain a NUL byte")
-    if "\\" in path:
-        raise PathEscapeError(f"use '/' as the path separator: {path!r}")
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+    if "\\" not in path and path.isprintable():  # the common case: nothing to escape or decode
+        if len(path) > MAX_PATH_BYTES // 4 and len(path.encode("utf-8")) > MAX_PATH_BYTES:
+            raise PathEscapeError(f"path longer than {MAX_PATH_BYTES} bytes")
+        parts: list[str] = []
+        for name in path.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not parts:
+                    raise PathEscapeError(f"{_quote(path)} climbs above the root")
+                parts.pop()
+            elif len(name) > MAX_COMPONENT_BYTES // 4 and len(name.encode("utf-8")) > MAX_COMPONENT_BYTES:
+                raise PathEscapeError(f"a path component is longer than {MAX_COMPONENT_BYTES} bytes")
+            else:
+                parts.append(name)
+        return "/" + "/".join(parts)
+    if len(path) > 4 * MAX_PATH_BYTES:
         raise PathEscapeError(f"path longer than {MAX_PATH_BYTES} bytes")
-    parts: list[str] = []
+    names: list[tuple[str, int]] = []
     for component in path.split("/"):
-        if component in ("", "."):
+        try:
+            raw = unescape_name(component)
+        except ValueError as exc:
+            raise PathEscapeError(f"{exc}: {_quote(path)}") from None
+        if b"\x00" in raw or b"/" in raw:
+            raise PathEscapeError(f"an escape in {_quote(path)} stands for a NUL byte or a '/', which no name may hold")
+        names.append((escape_name(raw), len(raw)))
+    if sum(size + 1 for _, size in names) - 1 > MAX_PATH_BYTES:
+        raise PathEscapeError(f"path longer than {MAX_PATH_BYTES} bytes")
+    return _join(path, names)
+
+
+def _quote(path: str) -> str:
+    return shown_text(path)
+
+
+def _join(path: str, names: list[tuple[str, int]]) -> str:
+    """`/a/b` from canonical names and their sizes in bytes: `.` and empty names dropped, `..` going up."""
+    parts: list[str] = []
+    for name, size in names:
+        if name in ("", "."):
             continue
-        if component == "..":
+        if name == "..":
             if not parts:
-                raise PathEscapeError(f"{path!r} climbs above the root")
+                raise PathEscapeError(f"{_quote(path)} climbs above the root")
             parts.pop()
             continue
-        if len(component.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+        if size > MAX_COMPONENT_BYTES:
             raise PathEscapeError(f"a path component is longer than {MAX_COMPONENT_BYTES} bytes")
-        parts.append(component)
+        parts.append(name)
     return "/" + "/".join(parts)
 
 
@@ -201,59 +238,61 @@ def _match_parts(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
     return len(pattern) in states
 
 
-def grep_path_matches(glob: str | None, path: str, base: str = "/") -> bool:
-    """The file filter of `grep`: no glob matches everything; a glob without `/` (`*.py`) is matched against the
-    file name at any depth (like ripgrep's `--glob`); one with `/` is matched like `match_glob`."""
-    if glob is None or glob == "":
-        return True
-    if "/" not in glob:
-        return fnmatchcase(path.rsplit("/", 1)[-1], glob)
-    return match_glob(glob, path, base)
+def count_occurrences(text: str, sub: str, *, limit: int = 1_000) -> int:
+    """How many times `sub` occurs in `text`, overlapping occurrences included (`aa` occurs twice in `aaa`),
+    counting up to `limit`.
+
+    >>> count_occurrences("aaa", "aa"), "aaa".count("aa")
+    (2, 1)
+    """
+    if sub == "":
+        raise ValueError("cannot count occurrences of an empty string")
+    count, start = 0, text.find(sub)
+    while start >= 0 and count < limit:
+        count += 1
+        start = text.find(sub, start + 1)
+    return count
 
 
-def compile_grep_pattern(pattern: str, *, ignore_case: bool = False) -> re.Pattern[str]:
-    """`pattern` compiled as a Python regular expression, or a `BackendError` saying how to fix it."""
-    try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise BackendError(
-            f"invalid regular expression {pattern!r}: {exc}. Escape special characters such as ( [ {{ . * + ? with a "
-            "backslash to search for them literally."
-        ) from exc
-
-
-def grep_lines(regex: re.Pattern[str], path: str, text: str, limit: int) -> Iterable[GrepMatch]:
-    """The first `limit` lines of `text` that `regex` matches (searched with `regex.search`), as `GrepMatch`es."""
-    if limit <= 0:
-        return
-    found = 0
-    for number, line in enumerate(text.split("\n"), start=1):
-        if regex.search(line) is not None:
-            yield GrepMatch(path, number, line.removesuffix("\r"))
-            found += 1
-            if found >= limit:
-                return
+def _times(count: int, limit: int) -> str:
+    return f"more than {limit - 1:,} times" if count >= limit else f"{count:,} times"
 
 
 def apply_edit(text: str, old: str, new: str, *, path: str, replace_all: bool = False) -> tuple[str, int]:
     """`text` with `old` replaced by `new`, and the number of replacements: the shared rule of every `edit`.
 
     `old` must occur exactly once unless `replace_all` (then at least once); otherwise `EditError` says what to do.
+    Occurrences that overlap (`aa` in `aaa`) count as several: such an edit is ambiguous. When `old` is not found
+    but matches once its `\n`s are read as `\r\n` (a CRLF file, `old` typed with plain newlines), that match is
+    used and `new` gets CRLF line endings too. A `text` holding undecodable bytes (as surrogate escapes) keeps them.
 
     >>> apply_edit("a = 1", "1", "2", path="/x.py")
     ('a = 2', 1)
     """
     if old == "":
         raise EditError(f"old_string is empty: copy the exact text to replace from {path} (read it first)")
-    count = text.count(old)
+    limit = 1_000
+    count = count_occurrences(text, old, limit=limit)
+    if count == 0 and "\n" in old and "\r" not in old and "\r\n" in text:
+        crlf = old.replace("\n", "\r\n")
+        if count_occurrences(text, crlf, limit=limit):
+            old, new = crlf, new.replace("\r\n", "\n").replace("\n", "\r\n")
+            count = count_occurrences(text, old, limit=limit)
     if count == 0:
+        if "\ufffd" in old and any("\udc80" <= c <= "\udcff" for c in text):
+            raise EditError(
+                f"old_string was not found in {path}: it contains \ufffd, which read_file shows in place of bytes "
+                "that are not valid UTF-8; those bytes cannot be typed. Choose an old_string next to them without "
+                "any \ufffd (the bytes you do not edit are kept as they are)"
+            )
         raise EditError(
             f"old_string was not found in {path}: read the file again and copy the exact text, including whitespace "
             "and indentation"
         )
     if count > 1 and not replace_all:
+        overlap = " (some occurrences overlap)" if count > text.count(old) else ""
         raise EditError(
-            f"old_string occurs {count} times in {path}: include more surrounding lines so it matches once, or pass "
-            "replace_all=True to replace every occurrence"
+            f"old_string occurs {_times(count, limit)} in {path}{overlap}: include more surrounding lines so it "
+            "matches once, or pass replace_all=True to replace every occurrence"
         )
-    return text.replace(old, new), count
+    return text.replace(old, new), text.count(old)

@@ -23,17 +23,9 @@ from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 from typing_extensions import TypedDict
 
-from ._protocol import (
-    BINARY_SNIFF_CHARS,
-    FileInfo,
-    GrepMatch,
-    apply_edit,
-    compile_grep_pattern,
-    grep_lines,
-    grep_path_matches,
-    match_glob,
-    normalize_path,
-)
+from ._grep import GREP_TIME_LIMIT, GrepBudget, compile_grep_pattern, grep_lines, grep_path_matches
+from ._pages import FilePage, text_page
+from ._protocol import BINARY_SNIFF_CHARS, FileInfo, GrepMatch, apply_edit, match_glob, normalize_path
 
 __all__ = ["StateBackend", "StateBackendDict", "StateFileDict"]
 
@@ -76,10 +68,19 @@ class StateBackend:
     Args:
         files: Initial files, virtual path → text (paths are normalized; all get the same mtime).
         clock: Where modification times come from (seconds since the epoch); inject one for deterministic tests.
+        grep_time_limit: Seconds a `grep` may take in all.
     """
 
-    def __init__(self, files: Mapping[str, str] | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        files: Mapping[str, str] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        grep_time_limit: float = GREP_TIME_LIMIT,
+    ) -> None:
         self._clock = clock
+        self.grep_time_limit = grep_time_limit
+        """Seconds a `grep` may take in all (see `GrepBudget` for the bounds on slow patterns)."""
         self._files: dict[str, _File] = {}
         now = clock()
         for path, content in (files or {}).items():
@@ -173,6 +174,11 @@ class StateBackend:
     async def read(self, path: str) -> str:
         return self._file(path).content
 
+    async def read_page(self, path: str, offset: int, limit: int, *, max_line_chars: int, max_chars: int) -> FilePage:
+        """Lines `offset+1 … offset+limit` of a file (see `FilePage`)."""
+        content = self._file(path).content
+        return text_page(content, offset, limit, max_line_chars=max_line_chars, max_chars=max_chars)
+
     async def write(self, path: str, content: str) -> None:
         self._put(normalize_path(path), content, self._clock())
 
@@ -209,18 +215,20 @@ class StateBackend:
         ignore_case: bool = False,
         max_results: int = 200,
     ) -> list[GrepMatch]:
-        regex = compile_grep_pattern(pattern, ignore_case=ignore_case)
+        compiled = compile_grep_pattern(pattern, ignore_case=ignore_case)
+        budget = GrepBudget(time_limit=self.grep_time_limit)
         path = normalize_path(path)
         candidates = [path] if path in self._files else self._files_under(self._dir(path))
         base = path if path not in self._files else path.rsplit("/", 1)[0] or "/"
         matches: list[GrepMatch] = []
         for file_path in candidates:
-            if len(matches) >= max_results:
+            if len(matches) >= max_results or budget.expired():
                 break
             content = self._files[file_path].content
             if "\x00" in content[:BINARY_SNIFF_CHARS] or not grep_path_matches(glob, file_path, base):
                 continue
-            matches.extend(grep_lines(regex, file_path, content, max_results - len(matches)))
+            matches.extend(grep_lines(compiled, file_path, content, max_results - len(matches), budget=budget))
+        budget.raise_if_stopped(matches)
         return matches
 
     async def delete(self, path: str) -> None:

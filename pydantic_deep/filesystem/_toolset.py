@@ -7,7 +7,19 @@ from typing import Any
 
 from pydantic_ai import FunctionToolset, RunContext, ToolFailed
 
-from ..backends import BackendError, BackendProtocol, FileInfo, GrepMatch, PathEscapeError, normalize_path
+from ..backends import (
+    BackendError,
+    BackendProtocol,
+    FileInfo,
+    FilePage,
+    GrepMatch,
+    GrepStopped,
+    PathEscapeError,
+    SupportsReadPage,
+    normalize_path,
+    text_page,
+)
+from ..backends._names import shown_text
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
@@ -16,6 +28,7 @@ __all__ = [
     "describe_error",
     "format_grep",
     "format_ls",
+    "format_page",
     "number_lines",
     "resolve_backend",
 ]
@@ -50,7 +63,7 @@ def _shown(path: str) -> str:
     try:
         return normalize_path(path)
     except PathEscapeError:
-        return repr(path) if len(path) <= 200 else repr(path[:200]) + f"… ({len(path):,} chars)"
+        return shown_text(path)
 
 
 def describe_error(exc: Exception, path: str) -> str:
@@ -80,6 +93,13 @@ def _cut(line: str, max_chars: int) -> str:
     return line[:max_chars] + f"… [line cut: {len(line) - max_chars:,} more chars]"
 
 
+def _check_page(offset: int, limit: int) -> None:
+    if offset < 0:
+        raise ValueError(f"offset must be 0 or more (the number of lines to skip), got {offset}")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1 (the number of lines to return), got {limit}")
+
+
 def number_lines(
     text: str,
     path: str,
@@ -91,39 +111,51 @@ def number_lines(
 ) -> str:
     """`read_file`'s output: lines `offset+1 …` numbered like `cat -n` (1-based), with a paging hint when more remain.
 
+    Lines keep their `\r` (a CRLF file reads back as CRLF, so text copied from it matches in `edit_file`).
+
     >>> for line in number_lines("a\\nb\\nc\\n", "/f.txt", offset=0, limit=2).splitlines():
     ...     print(line.replace("\\t", " | "))
          1 | a
          2 | b
     ... 1 more lines: call read_file("/f.txt", offset=2, limit=2)
     """
-    if offset < 0:
-        raise ValueError(f"offset must be 0 or more (the number of lines to skip), got {offset}")
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1 (the number of lines to return), got {limit}")
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    total = 0 if text == "" else len(lines)
-    if total == 0:
+    _check_page(offset, limit)
+    page = text_page(text, offset, limit, max_line_chars=max_line_chars, max_chars=max_output_chars)
+    return format_page(page, path, limit, max_output_chars=max_output_chars)
+
+
+def format_page(page: FilePage, path: str, limit: int, *, max_output_chars: int = MAX_OUTPUT_CHARS) -> str:
+    """A `FilePage` as `read_file` shows it: numbered lines, cut lines marked, a paging hint when more remain."""
+    if page.total_lines == 0:
         return f"({path} is empty)"
-    if offset >= total:
+    if not page.lines and page.total_lines is not None:
+        total = page.total_lines
         raise ValueError(
-            f"offset {offset} is past the end of {path}, which has {total} lines: call read_file with an offset "
-            f"below {total}"
+            f"offset {page.offset} is past the end of {path}, which has {total} lines: call read_file with an "
+            f"offset below {total}"
         )
     out: list[str] = []
     used = 0
-    end = min(total, offset + limit)
-    for index in range(offset, end):
-        line = f"{index + 1:>6}\t{_cut(lines[index].removesuffix(chr(13)), max_line_chars)}"
+    for index, (text, cut) in enumerate(zip(page.lines, page.cut, strict=True)):
+        marker = f"… [line cut: {cut:,} more chars]" if cut else ""
+        line = f"{page.offset + index + 1:>6}\t{text}{marker}"
         if out and used + len(line) + 1 > max_output_chars:
-            end = index
             break
         out.append(line)
         used += len(line) + 1
-    if end < total:
-        out.append(f"... {total - end} more lines: call read_file({json.dumps(path)}, offset={end}, limit={limit})")
+    end = page.offset + len(out)
+    shown_all = len(out) == len(page.lines)
+    if page.undecodable:
+        out.append(
+            "(some bytes of this file are not valid UTF-8: they are shown as \ufffd; edit_file keeps them as they "
+            "are, but old_string cannot contain \ufffd)"
+        )
+    call = f"call read_file({json.dumps(path)}, offset={end}, limit={limit})"
+    if page.total_lines is not None and end < page.total_lines:
+        out.append(f"... {page.total_lines - end} more lines: {call}")
+    elif page.total_lines is None:
+        more = f"{page.remaining_bytes:,} more bytes" if shown_all else "more lines"
+        out.append(f"... more lines follow ({more}): {call}")
     return "\n".join(out)
 
 
@@ -221,16 +253,16 @@ class FilesystemToolset(FunctionToolset[Any]):
             limit: How many lines to return (default 2000).
         """
         backend = resolve_backend(ctx, self.backend)
+        limit = self.read_limit if limit is None else limit
         try:
-            text = await backend.read(path)
-            return number_lines(
-                text,
-                normalize_path(path),
-                offset,
-                self.read_limit if limit is None else limit,
-                max_line_chars=self.max_line_chars,
-                max_output_chars=self.max_output_chars,
-            )
+            _check_page(offset, limit)
+            vpath = normalize_path(path)
+            sizes = {"max_line_chars": self.max_line_chars, "max_chars": self.max_output_chars}
+            if isinstance(backend, SupportsReadPage):
+                page = await backend.read_page(vpath, offset, limit, **sizes)
+            else:
+                page = text_page(await backend.read(vpath), offset, limit, **sizes)
+            return format_page(page, vpath, limit, max_output_chars=self.max_output_chars)
         except (OSError, BackendError, ValueError) as exc:
             raise ToolFailed(describe_error(exc, path)) from exc
 
@@ -299,13 +331,19 @@ class FilesystemToolset(FunctionToolset[Any]):
             ignore_case: Match regardless of case.
         """
         backend = resolve_backend(ctx, self.backend)
+        stopped: str | None = None
         try:
             matches = await backend.grep(
                 pattern, path, glob=glob, ignore_case=ignore_case, max_results=self.max_grep_results + 1
             )
+        except GrepStopped as exc:
+            matches, stopped = exc.matches, str(exc)
         except (OSError, BackendError, ValueError) as exc:
             raise ToolFailed(describe_error(exc, path)) from exc
+        capped = len(matches) > self.max_grep_results
+        shown = format_grep(matches[: self.max_grep_results], capped, max_line_chars=self.max_line_chars)
+        if stopped is not None:
+            return f"{shown}\n({stopped})" if matches else f"No matches found before the search stopped. ({stopped})"
         if not matches:
             return f"No matches for {pattern!r} under {_shown(path)}."
-        capped = len(matches) > self.max_grep_results
-        return format_grep(matches[: self.max_grep_results], capped, max_line_chars=self.max_line_chars)
+        return shown

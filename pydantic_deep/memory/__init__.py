@@ -5,10 +5,11 @@ from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 from pydantic_deep.memory import AgentMemoryToolset
 
-agent = Agent(TestModel(), capabilities=[AgentMemoryToolset()])  # .pydantic-deep/main/MEMORY.md under the cwd
+agent = Agent(TestModel(), capabilities=[AgentMemoryToolset()])  # without deps: .pydantic-deep/main/ under the cwd
 ```
 """
 
+from ._storage import MemoryLocation
 from ._toolset import (
     MAX_INSTRUCTION_CHARS,
     MAX_LINE_CHARS,
@@ -25,4 +26,5 @@ __all__ = [
     "MEMORY_FILE",
     "READ_LIMIT",
     "AgentMemoryToolset",
+    "MemoryLocation",
 ]

@@ -427,3 +427,96 @@ def test_other_bad_arguments_are_rejected() -> None:
     with pytest.raises(TypeError, match="BackendProtocol"):
         AgentMemoryToolset(backend="not a backend")  # pyright: ignore[reportArgumentType]
     assert AgentMemoryToolset(memory_dir=Path("x") / "y", agent_name="a").path == "/x/y/a/MEMORY.md"  # pyright: ignore[reportArgumentType]
+
+
+# -- where memory lives in a run ------------------------------------------------------------------------------------
+
+
+def workspace_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(an empty current directory, a base_dir elsewhere): a run must write nothing in the first."""
+    cwd, base = tmp_path / "cwd", tmp_path / "elsewhere" / ".pydantic-deep"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd, base
+
+
+async def test_create_deep_agent_memory_lives_under_deps_base_dir_not_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: `create_deep_agent(memory=True)` wrote ./.pydantic-deep/main/MEMORY.md whatever the deps said."""
+    from pydantic_deep import DeepAgentDeps, create_deep_agent
+
+    cwd, base = workspace_dirs(tmp_path, monkeypatch)
+    script = Script([[("write_memory", {"content": "deploys go via CI"})]])
+    agent = create_deep_agent(FunctionModel(script), memory=True)
+    result = await agent.run("go", deps=DeepAgentDeps(base_dir=base, session_id="s1"))
+    assert result.output == "done"
+    assert [p.outcome for p in script.received] == ["success"]
+    assert (base / "main" / "MEMORY.md").read_text() == "deploys go via CI\n"
+    assert list(cwd.iterdir()) == []
+    later = Script([])  # a new session sees it in its instructions
+    await create_deep_agent(FunctionModel(later), memory=True).run("hi", deps=DeepAgentDeps(base_dir=base))
+    assert later.instructions[0] is not None and "deploys go via CI" in later.instructions[0]
+    assert list(cwd.iterdir()) == []
+
+
+async def test_without_base_dir_memory_lives_on_the_runs_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_deep import DeepAgentDeps, create_deep_agent
+
+    cwd, _ = workspace_dirs(tmp_path, monkeypatch)
+    script = Script([[("write_memory", {"content": "kept with the session"})]])
+    deps = DeepAgentDeps(base_dir=None)
+    await create_deep_agent(FunctionModel(script), memory=True).run("go", deps=deps)
+    assert await deps.backend.read("/.pydantic-deep/main/MEMORY.md") == "kept with the session\n"
+    assert list(cwd.iterdir()) == []
+
+
+async def test_agent_names_come_from_the_toolset_then_the_deps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic_deep import DeepAgentDeps, create_deep_agent
+
+    _, base = workspace_dirs(tmp_path, monkeypatch)
+    for memory, deps_name, expected in [
+        (True, "coder", "coder"),
+        (AgentMemoryToolset(agent_name="researcher"), "coder", "researcher"),
+    ]:
+        script = Script([[("write_memory", {"content": f"from {expected}"})]])
+        deps = DeepAgentDeps(base_dir=base, agent_name=deps_name)
+        await create_deep_agent(FunctionModel(script), memory=memory, context_manager=False).run("go", deps=deps)
+        assert (base / expected / "MEMORY.md").read_text() == f"from {expected}\n"
+
+
+async def test_a_hostile_agent_name_in_the_deps_is_a_tool_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_deep import DeepAgentDeps, create_deep_agent
+
+    _, base = workspace_dirs(tmp_path, monkeypatch)
+    script = Script([[("write_memory", {"content": "x"})]])
+    deps = DeepAgentDeps(base_dir=base, agent_name="../escaped")
+    await create_deep_agent(FunctionModel(script), memory=True, context_manager=False).run("go", deps=deps)
+    assert script.received[0].outcome == "failed"
+    assert "deps.agent_name must be a plain directory name" in str(script.received[0].content)
+    assert script.instructions[0] is not None and "Memory is unavailable" in script.instructions[0]
+    assert not (base.parent / "escaped").exists() and not base.exists()
+
+
+async def test_reading_a_memory_never_written_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic_deep import DeepAgentDeps, create_deep_agent
+
+    cwd, base = workspace_dirs(tmp_path, monkeypatch)
+    script = Script([[("read_memory", {})]])
+    deps = DeepAgentDeps(base_dir=base)
+    await create_deep_agent(FunctionModel(script), memory=True, context_manager=False).run("go", deps=deps)
+    assert str(script.received[0].content).startswith("Memory is empty")
+    assert not base.exists() and list(cwd.iterdir()) == []
+
+
+async def test_overlapping_occurrences_are_ambiguous_in_update_memory() -> None:
+    """Regression: `aa` in `aaa` counted once (str.count) and the update went through."""
+    fs = StateBackend({PATH: "aaa\n"})
+    script = await run(AgentMemoryToolset(backend=fs), [("update_memory", {"old_text": "aa", "new_text": "b"})])
+    assert script.received[0].outcome == "failed"
+    assert "found 2 times in memory (some occurrences overlap)" in str(script.received[0].content)
+    assert await fs.read(PATH) == "aaa\n"

@@ -22,7 +22,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from pydantic_deep.backends import BackendError, LocalBackend, PathEscapeError, normalize_path
+from pydantic_deep.backends import BackendError, LocalBackend, PathEscapeError, normalize_path, unescape_name
 from pydantic_deep.filesystem import FilesystemToolset, HygieneToolset
 
 SECRET = "SENTINEL-SECRET-TEXT"
@@ -51,6 +51,13 @@ HOSTILE: list[tuple[str, str]] = [
     ("C:\\Windows", ESCAPE),
     ("\\\\server\\share", ESCAPE),
     ("sub\\..\\..\\outside", ESCAPE),
+    ("\\x2e\\x2e/outside/sentinel.txt", ESCAPE),  # an escaped '..' is '..'
+    ("sub/\\x2e\\x2e/\\x2e\\x2e/outside", ESCAPE),
+    ("\\x2f..\\x2foutside", ESCAPE),  # an escaped '/' is refused
+    ("x\\x00y", ESCAPE),  # an escaped NUL
+    ("\\xff" * 256, ESCAPE),  # 256 bytes once decoded
+    ("\\\\..", INSIDE),  # a name holding a backslash: a file inside the root
+    ("link_out\\x2fsentinel.txt", ESCAPE),
     ("link_out", ESCAPE),
     ("link_out/sentinel.txt", ESCAPE),
     ("link_out/dir/inner.txt", ESCAPE),
@@ -156,8 +163,13 @@ def assert_clean(value: Any) -> None:
     assert "pytest-of-" not in text, f"a host path leaked: {text[:200]}"
 
 
+def host(world: World, vpath: str) -> Path:
+    """The file a canonical virtual path names on disk (escaped names decoded)."""
+    return world.root.joinpath(*(os.fsdecode(unescape_name(name)) for name in vpath.split("/") if name))
+
+
 def assert_inside(world: World, vpath: str) -> None:
-    real = os.path.realpath(world.root / vpath.lstrip("/"))
+    real = os.path.realpath(host(world, vpath))
     root = os.path.realpath(world.root)
     assert real == root or real.startswith(root + os.sep), f"{vpath} resolved to {real}"
 
@@ -209,7 +221,7 @@ async def test_backend_operation_stays_inside(world: World, op: str, path: str, 
     if op == "write":
         vpath = normalize_path(path)
         assert_inside(world, vpath)
-        assert (world.root / vpath.lstrip("/")).read_text() == "written by the test"
+        assert host(world, vpath).read_text() == "written by the test"
 
 
 @pytest.mark.parametrize("path", [p for p, k in HOSTILE])
