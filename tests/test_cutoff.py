@@ -117,7 +117,7 @@ def test_the_cut_moves_back_to_the_call_however_far_back_it_is() -> None:
         resp(TextPart("done")),
         req(user("next")),
     ]
-    assert validate_history(messages) == []
+    assert {p.kind for p in validate_history(messages)} == {"split_results"}  # valid once pydantic-ai merges them
     for keep in (3, 4, 10, 30, 41, 43):
         assert find_safe_cutoff(messages, keep) == 1
     assert find_safe_cutoff(messages, 2) == len(messages) - 2
