@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _common import Timing, build_history, fmt_time, tool_output
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     CompactionPart,
@@ -46,7 +47,6 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from run import Timing, build_history, fmt_time
 
 from pydantic_deep.backends import StateBackend
 from pydantic_deep.eviction import EVICTION_METADATA_KEY, EvictionProcessor
@@ -179,7 +179,6 @@ class _TimedEviction(EvictionProcessor):
 
 async def _agent_runs(history: list[ModelMessage], backend: StateBackend, runs: int) -> list[tuple[int, float, bool]]:
     """`runs` agent runs on `history`, each making `REQUESTS_PER_RUN` tool calls (2 KB outputs) and an answer."""
-    from run import _tool_output  # pyright: ignore[reportPrivateUsage]
 
     steps = {"n": 0}
 
@@ -195,7 +194,7 @@ async def _agent_runs(history: list[ModelMessage], backend: StateBackend, runs: 
 
     @agent.tool_plain
     def read_file(path: str) -> str:  # pyright: ignore[reportUnusedFunction]
-        return _tool_output(int(path.removeprefix("src/module_").removesuffix(".py")))
+        return tool_output(int(path.removeprefix("src/module_").removesuffix(".py")))
 
     samples: list[tuple[int, float, bool]] = []
     for _ in range(runs):

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _common import BATCH, SIZES, TARGET_RATIO, TARGET_SIZE, Timing, build_history, fmt_time
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-from run import BATCH, SIZES, TARGET_RATIO, TARGET_SIZE, Timing, build_history, fmt_time
 
 from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore, ensure_message_id
 
@@ -318,15 +318,15 @@ def markdown_lines(calls: list[CallRow], sessions: list[SessionRow], iterations:
         "",
         "### Why a call does not grow with the history or the file",
         "",
-        "- Recording: the messages recorded last through a store (by a run, or by a plain call, which has no run "
-        "state) are remembered as their count and a bounded sample of their identities (the first, every k-th "
-        "and the last 16, as the token counter keeps). A history that starts with those very messages only grew "
-        "since: only the messages after that prefix are checked for an id and appended. Any other history (a "
-        "shorter one, another list, a reopened store) is checked message by message, as before.",
+        "- Recording: per store, a `HistoryCursor` per history recorded through it (by a run, or by a plain "
+        "call) says what changed since: appended messages are checked for an id and appended, messages edited "
+        "in place are recorded again as a new version, and after a replacement point (a compaction, another "
+        "list) the messages are checked against the store's ids. The cursor compares the whole previous "
+        "history's identities in one in-place `memcmp` (about 20 µs at 50,000 messages).",
         "- The store appends only the new records: it overwrites the closing `\\n]\\n` with the new records and "
         "a new closing bracket, and flushes before returning. Bytes written over a session are the file's size "
         "plus about 3 bytes per append (the closing bracket written again); nothing else is rewritten.",
-        "- Token counts: the same per-message and per-prefix cache as the processors above.",
+        "- Token counts: the same cursor-based counter as the processors above.",
         "",
         "### Method",
         "",

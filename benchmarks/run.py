@@ -26,7 +26,6 @@ import asyncio
 import gc
 import platform
 import sqlite3
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -36,15 +35,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _common import (
+    BATCH,
+    PAIRS_PER_PROMPT,
+    RETURN_CHARS,
+    SIZES,
+    TARGET_MEDIAN_S,
+    TARGET_RATIO,
+    TARGET_SIZE,
+    Timing,
+    build_history,
+    fmt_time,
+)
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
 )
 
 from summarization_pydantic_ai import (
@@ -57,79 +61,6 @@ from summarization_pydantic_ai import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
-
-SIZES = (1_000, 10_000, 50_000)
-TARGET_SIZE = 10_000
-TARGET_MEDIAN_S = 1e-3
-TARGET_RATIO = 2.0
-PAIRS_PER_PROMPT = 10  # a new user prompt every ~20 messages
-RETURN_CHARS = 2_048
-
-_CODE_LINES = [
-    "def handler_{i}_{j}(request, *, retries=3):",
-    "    payload = request.json().get('items', [])  # item {j}",
-    "    for attempt in range(retries):",
-    "        result = process_batch(payload, attempt=attempt, tag='t{i}')",
-    "        if result.ok:",
-    "            return result.value",
-    "    raise RuntimeError(f'batch {i}.{j} failed after {{retries}} attempts')",
-    "",
-]
-
-
-def _tool_output(i: int) -> str:
-    """About 2 KB of source-like text, distinct for every call."""
-    lines = [f"# src/service/module_{i}.py (lines 1-200)"]
-    j = 0
-    while sum(len(line) + 1 for line in lines) < RETURN_CHARS:
-        lines.extend(line.format(i=i, j=j) for line in _CODE_LINES)
-        j += 1
-    return "\n".join(lines)[:RETURN_CHARS]
-
-
-def message_stream() -> Iterator[ModelMessage]:
-    """An endless, realistic agent history: system prompt + user prompt, then (response, request) pairs.
-
-    Most pairs are a tool call (`read_file` with dict args, the text that announces it) answered by a ~2 KB
-    tool return; every `PAIRS_PER_PROMPT`-th pair is a plain text answer followed by a new user prompt.
-    """
-    yield ModelRequest(
-        parts=[
-            SystemPromptPart("You are a careful coding assistant. Read files before changing them."),
-            UserPromptPart("Task 0: find why the batch handlers fail under load and propose a fix."),
-        ]
-    )
-    pair = 0
-    while True:
-        pair += 1
-        if pair % PAIRS_PER_PROMPT == 0:
-            task = pair // PAIRS_PER_PROMPT
-            yield ModelResponse(
-                parts=[TextPart(f"Summary of step {task}: the retry loop in module_{pair} swallows the error. " * 3)]
-            )
-            yield ModelRequest(parts=[UserPromptPart(f"Task {task}: now apply the same fix to the next module.")])
-        else:
-            call_id = f"call_{pair:08d}"
-            yield ModelResponse(
-                parts=[
-                    TextPart(f"Let me read module_{pair} to check the retry logic."),
-                    ToolCallPart(
-                        "read_file",
-                        {"path": f"src/service/module_{pair}.py", "start": 1, "end": 200},
-                        tool_call_id=call_id,
-                    ),
-                ]
-            )
-            yield ModelRequest(parts=[ToolReturnPart("read_file", _tool_output(pair), tool_call_id=call_id)])
-
-
-def build_history(size: int) -> tuple[list[ModelMessage], Iterator[ModelMessage]]:
-    """A valid history of `size + 1` messages (it starts with one request and grows by pairs, so it ends with a
-    request as a history about to be sent does) and the stream that continues it."""
-    stream = message_stream()
-    history = [next(stream) for _ in range(size + 1)]
-    return history, stream
-
 
 Call = Callable[[list[ModelMessage]], Awaitable[object]]
 
@@ -153,20 +84,6 @@ def subjects(size: int) -> dict[str, Call]:
 
 
 @dataclass
-class Timing:
-    samples: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def p90(self) -> float:
-        ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, max(0, round(0.9 * len(ordered)) - 1))]
-
-
-@dataclass
 class Row:
     subject: str
     size: int
@@ -175,10 +92,6 @@ class Row:
     """Calls on the grown history itself (the target is checked on these)."""
     after_copy: Timing
     """Calls on a copy of the grown history made just before (not timed), as pydantic-ai passes it."""
-
-
-BATCH = 10
-"""Timed calls in a row on one history before the next size gets its turn."""
 
 
 async def _timed_batch(
@@ -294,14 +207,6 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def fmt_time(seconds: float) -> str:
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:,.1f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:,.2f} ms"
-    return f"{seconds:,.2f} s"
-
-
 @dataclass
 class Verdict:
     subject: str
@@ -375,11 +280,15 @@ def _target_lines(rows: list[Row]) -> list[str]:
         "",
         "## Why a call below the trigger does not grow with the history",
         "",
-        "- Token counts are cached per message (by identity), and the total of the history seen last is kept "
-        "with a bounded sample of its message identities (the last 16, and every k-th from the start for a "
-        "power of two k: 16 to 32 of them). A history that starts with the same sampled messages and grew at "
-        "the end is counted from that total plus the new messages; the sample itself is carried over, not "
-        "rebuilt. Near a token trigger the processors re-check the whole prefix (`verify=True`) before acting.",
+        "- Each counter keeps a `HistoryCursor` per history (up to 32) with every message's count and the "
+        "total. The cursor compares the identities of the whole previous history with the new one in one "
+        "`memcmp` of the two lists' item arrays (in place, nothing copied: about 20 µs at 50,000 messages), "
+        "so a history that grew at the end is counted from that total plus the new messages, and a message "
+        "edited anywhere is re-measured (its old count out, the new one in). The last 8 messages are also "
+        "checked for in-place mutation of the same object on every call; near a token trigger the processors "
+        "check every message (`verify=True`) before acting.",
+        "- The first count of a history measures every message once with the default estimate's fast form "
+        "(the length of each part's text; JSON arguments measured without serializing them; same counts).",
         "- The processors do not copy the history they are given (they never modify it, and return the same "
         "list when nothing changes).",
         "- Pair-safe cutoffs and history validation are O(n), but run only when a compaction happens (below).",
@@ -389,18 +298,14 @@ def _target_lines(rows: list[Row]) -> list[str]:
 
 
 def _middleware_module() -> Any:
-    """`benchmarks/middleware.py`; it imports this script's helpers as the module `run`."""
-    sys.modules.setdefault("run", sys.modules[__name__])
-    if str(Path(__file__).resolve().parent) not in sys.path:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    """`benchmarks/middleware.py` (imported on first use; it shares `_common.py` with this script)."""
     import middleware
 
     return middleware
 
 
 def _deep_module() -> Any:
-    """`benchmarks/deep.py` (EvictionProcessor and history search); it imports this script's helpers as `run`."""
-    _middleware_module()  # sets up `run` and the import path
+    """`benchmarks/deep.py` (EvictionProcessor and history search)."""
     import deep
 
     return deep

@@ -11,13 +11,9 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
+from ._cursor import CursorTable, HistoryCursor
 from ._messages import summary_info, summary_part
-from ._tokens import (
-    IncrementalCounter,
-    RequestInfo,
-    _checkpoints,  # pyright: ignore[reportPrivateUsage]
-    estimate_message_tokens,
-)
+from ._tokens import IncrementalCounter, RequestInfo, estimate_message_tokens
 
 __all__ = ["ProviderTokenCounter", "TiktokenCounter", "UsageAnchoredCounter"]
 
@@ -27,11 +23,25 @@ _ANCHOR_SEARCH = 64
 """How far back from the end a response with reported usage is looked for."""
 
 
-@dataclass
-class _SummaryScan:
-    length: int
-    created_at: str | None
-    checkpoints: list[tuple[int, ModelMessage]]
+class _SummaryScan(HistoryCursor):
+    """A cursor that also knows where the summaries of its history are, and when each was written."""
+
+    __slots__ = ("summaries",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.summaries: dict[int, str] = {}
+        """Index of each summary message -> its `created_at` ("9999" when unknown: never anchor across it)."""
+
+    def latest(self) -> str | None:
+        return self.summaries[max(self.summaries)] if self.summaries else None
+
+
+def _summary_created(message: ModelMessage) -> str | None:
+    if summary_part(message) is None:
+        return None
+    value = (summary_info(message) or {}).get("created_at")
+    return value if isinstance(value, str) else "9999"
 
 
 @dataclass(eq=False)
@@ -50,7 +60,9 @@ class UsageAnchoredCounter:
     """
 
     estimator: IncrementalCounter = field(default_factory=lambda: IncrementalCounter(estimate_message_tokens))
-    _scans: dict[int, _SummaryScan] = field(default_factory=dict[int, _SummaryScan], init=False, repr=False)
+    _scans: CursorTable[_SummaryScan] = field(
+        default_factory=lambda: CursorTable(32, factory=_SummaryScan), init=False, repr=False
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __call__(self, messages: Sequence[ModelMessage]) -> int:
@@ -81,22 +93,24 @@ class UsageAnchoredCounter:
         return None
 
     def _latest_summary_created(self, messages: Sequence[ModelMessage]) -> str | None:
-        """When the latest summary was written, scanning only what is new since the previous call."""
-        key = id(messages[0])
+        """When the latest summary was written, scanning only what changed since the previous call."""
         with self._lock:
-            scan = self._scans.get(key)
-        start, created = 0, None
-        if scan is not None and len(messages) >= scan.length and all(messages[i] is m for i, m in scan.checkpoints):
-            start, created = scan.length, scan.created_at
-        for message in messages[start:]:
-            if summary_part(message) is not None:
-                value = (summary_info(message) or {}).get("created_at")
-                created = value if isinstance(value, str) else "9999"  # unknown age: never anchor across it
-        with self._lock:
-            self._scans[key] = _SummaryScan(len(messages), created, _checkpoints(messages))
-            if len(self._scans) > 32:
-                self._scans.pop(next(iter(self._scans)))
-        return created
+            scan = self._scans.cursor_for(messages)
+            change = scan.peek(messages)
+            if change.kind == "unchanged":
+                return scan.latest()
+            summaries = scan.summaries
+            if change.kind == "replaced":
+                for index in [i for i in summaries if i >= change.start]:
+                    del summaries[index]
+            for i in (*change.edited, *range(change.start, len(messages))):
+                created = _summary_created(messages[i])
+                if created is None:
+                    summaries.pop(i, None)
+                else:
+                    summaries[i] = created
+            scan.commit(messages, change)
+            return scan.latest()
 
 
 def _load_encoding(name: str) -> Callable[[str], int]:

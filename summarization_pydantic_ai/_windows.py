@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_TOKENS", "resolve_max_tokens"]
+__all__ = ["DEFAULT_MAX_TOKENS", "is_offline_model", "resolve_max_tokens"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -62,12 +62,26 @@ def _lookup(name: str) -> int | None:
     return None
 
 
+_OFFLINE_SYSTEMS = ("test", "function")
+"""pydantic-ai's `TestModel` and `FunctionModel`: scripted stand-ins with no window of their own, never looked up."""
+
+
+def is_offline_model(model_or_name: Any) -> bool:
+    """Whether this is a scripted stand-in (`TestModel`, `FunctionModel`) rather than a real model."""
+    try:
+        name = _model_name(model_or_name)
+    except TypeError:
+        return False
+    return name.partition(":")[0] in _OFFLINE_SYSTEMS
+
+
 def resolve_max_tokens(model_or_name: Any) -> int | None:
     """The context window of a model, as genai-prices reports it; `None` when unknown.
 
     Accepts `'provider:model'` (`'openai:gpt-4.1'`, `'anthropic:claude-sonnet-4-5'`), a bare model name, or a
     pydantic-ai `Model`. Results are cached. An unknown model (or one genai-prices lists without a window) returns
-    `None` and logs one warning per name; callers decide the fallback. No output reserve is subtracted here: the
+    `None` and logs one warning per name (none for the scripted `TestModel` and `FunctionModel`, which have no
+    window); callers decide the fallback. No output reserve is subtracted here: the
     processors apply `reserve_output_tokens` where they compute their budget.
 
     Example:
@@ -76,6 +90,8 @@ def resolve_max_tokens(model_or_name: Any) -> int | None:
         ```
     """
     name = _model_name(model_or_name)
+    if name.partition(":")[0] in _OFFLINE_SYSTEMS:
+        return None
     window = _lookup(name)
     if window is None:
         with _warned_lock:

@@ -6,9 +6,11 @@ to real providers disabled. A block fenced as ```python {test="skip"} is not run
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,8 +79,13 @@ def test_examples_were_found() -> None:
 
 @pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")  # inside bpe-openai
 @pytest.mark.parametrize("example", [pytest.param(e, id=e.id) for e in EXAMPLES])
-def test_docs_example(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_docs_example(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each example runs and prints no warning (a fresh process's once-per-name warnings included) beyond the
+    failures it demonstrates."""
     monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", False)
+    _forget_warnings(monkeypatch)
     monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
     module_name = "docs_example_" + re.sub(r"\W", "_", example.id)
     module = types.ModuleType(module_name)
@@ -86,4 +93,39 @@ def test_docs_example(example: Example, monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setitem(sys.modules, module_name, module)  # dataclasses and pydantic resolve names through it
     # Pad with blank lines so tracebacks point at the Markdown file's own line numbers.
     source = "\n" * (example.line - 1) + example.code
-    exec(compile(source, str(example.path), "exec"), module.__dict__)
+    code = compile(source, str(example.path), "exec")
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        _python_default_filters()  # what a user's script shows
+        exec(code, module.__dict__)
+    logged = [
+        f"{r.levelname}: {r.getMessage()}"
+        for r in caplog.records
+        if r.levelno == logging.WARNING and not any(p.search(r.getMessage()) for p in _DEMONSTRATED)
+    ]
+    assert not logged, f"the example logged warnings: {logged}"
+    assert not caught, f"the example raised warnings: {[str(w.message) for w in caught]}"
+
+
+_DEMONSTRATED = [
+    # Examples that show what happens on a failure, and say so in the text around them.
+    re.compile(r"^summarizer \S+ failed"),
+    re.compile(r"^could not evict the output"),
+    re.compile(r"'acme:unreleased-model'"),
+]
+
+
+def _python_default_filters() -> None:
+    warnings.simplefilter("default")
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.simplefilter("ignore", category)
+
+
+def _forget_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The once-per-process warnings, as a fresh process has them (so every example is checked)."""
+    from summarization_pydantic_ai import _windows
+    from summarization_pydantic_ai.context_manager import _capability
+    from summarization_pydantic_ai.processors import _base
+
+    monkeypatch.setattr(_windows, "_warned", set[str]())
+    monkeypatch.setattr(_capability, "_defaulted", set[str]())
+    monkeypatch.setattr(_base, "_warned_defaults", set[str]())

@@ -268,3 +268,63 @@ def test_replaced_message_objects_are_counted_anew() -> None:
     assert isinstance(first, ModelRequest)
     history[0] = replace(first, parts=[UserPromptPart("much longer now " * 100)])
     assert IncrementalCounter().count(history) == fresh_count(history) != before
+
+
+_ARGS: list[Any] = [
+    None,
+    {},
+    "raw json text",
+    {"path": "src/app.py", "start": 1, "end": 200},
+    {"query": 'say "hi"\\n', "flag": True, "off": False, "none": None, "ratio": 0.25, "big": 10**30},
+    {"nested": {"list": [1, "two", [3.5, None]], "empty": [], "inner": {}}, "tab": "a\tb", "uni": "é😀\u2028"},
+    {1: "int key"},
+    {"inf": float("inf"), "nan": float("nan")},
+    {"obj": object()},
+    [1, 2, {"a": "b"}],
+]
+
+
+@pytest.mark.parametrize("args", _ARGS, ids=range(len(_ARGS)))
+def test_the_fast_estimate_equals_the_reference_for_any_arguments(args: Any) -> None:
+    from summarization_pydantic_ai._estimate import approx_message_tokens
+
+    call = ModelResponse(parts=[TextPart("Reading."), ToolCallPart("read_file", args, tool_call_id="c")])
+    result = ModelRequest(
+        parts=[ToolReturnPart("read_file", args if isinstance(args, dict | str) else str(args), tool_call_id="c")],
+        instructions="Be brief.",
+    )
+    for message in (call, result):
+        assert approx_message_tokens(message) == estimate_message_tokens(message)
+
+
+def test_the_fast_estimate_equals_the_reference_on_every_part_kind() -> None:
+    from summarization_pydantic_ai._estimate import approx_message_tokens
+
+    history = _history(300)
+    history.append(
+        ModelRequest(
+            parts=[
+                SystemPromptPart("sys"),
+                UserPromptPart(["look", ImageUrl("https://x/y.png")]),
+                ToolReturnPart("t", [1, "a"], tool_call_id="z"),
+            ]
+        )
+    )
+    history.append(ModelResponse(parts=[ThinkingPart("hmm"), CompactionPart(None), TextPart("")]))
+    assert [approx_message_tokens(m) for m in history] == [estimate_message_tokens(m) for m in history]
+
+
+def test_an_edit_in_place_is_re_measured_anywhere_in_the_history() -> None:
+    counter = IncrementalCounter()
+    history = _history(2_000)
+    counter(history)
+    for index in (0, 7, 1_000, 1_999):
+        message = history[index]
+        history[index] = replace(message, parts=[TextPart("edited " * (index + 50))])  # type: ignore[arg-type, list-item]
+        assert counter(history) == fresh_count(history)  # no verify needed: the whole prefix is compared
+    mutated = history[-3]
+    mutated.parts = [*mutated.parts, TextPart("more " * 100)]  # type: ignore[list-item]  # the same object
+    assert counter(history) == fresh_count(history)
+    deep = history[500]
+    deep.parts = [TextPart("changed deep in the history " * 30)]  # type: ignore[list-item]
+    assert counter.count(history, verify=True) == fresh_count(history)

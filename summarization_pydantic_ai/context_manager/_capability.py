@@ -26,6 +26,7 @@ from .._events import (
     UsageUpdated,
     emit_event,
 )
+from .._messages import get_message_id
 from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
@@ -96,6 +97,11 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     prompt_template: str | None = None
     fsync: bool = False
     """fsync every append (survives power loss, not just a killed process); slower."""
+    lock_timeout: float = 0.0
+    shared_file: bool = False
+    """Let a run that does not continue the file's conversation append to it anyway (see "One file, one
+    conversation"); by default such a run is refused with a `HistoryStoreError` saying how to resume."""
+    """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
@@ -115,6 +121,8 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
         if self.max_tool_output_tokens is not None and self.max_tool_output_tokens < _MIN_TOOL_OUTPUT_TOKENS:
             raise ValueError(f"max_tool_output_tokens must be at least {_MIN_TOOL_OUTPUT_TOKENS}")
+        if self.lock_timeout < 0:
+            raise ValueError(f"lock_timeout must be >= 0, got {self.lock_timeout!r}")
         if self.history_store is not None and self.messages_path is not None:
             raise ValueError("pass either messages_path or history_store, not both")
         self._summarizer = make_summarizer(
@@ -140,7 +148,7 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
 
     def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
         """The store of one session's file (the very instance this middleware writes)."""
-        return JsonHistoryStore.open(path, fsync=self.fsync)
+        return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
 
     def request_compact(self, focus: str | None = None) -> None:
         """Compress at the next model request of a run using this instance (e.g. for `/compact`)."""
@@ -190,7 +198,12 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             overhead_tokens=request_overhead_tokens(request_context),
         )
         messages = request_context.messages
-        result = await self._process(messages, state, RunInfo(ctx, info), ctx, self._store_for_run(ctx))
+        store = self._store_for_run(ctx)
+        if not state.conversation_checked:
+            state.conversation_checked = True
+            if not self.shared_file and store is not None:
+                _check_same_conversation(messages, store)
+        result = await self._process(messages, state, RunInfo(ctx, info), ctx, store)
         if result is not messages:
             ctx.messages[:] = result
             request_context.messages = list(result)
@@ -228,7 +241,6 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise error
         ctx.messages[:] = result
         state.retry_messages = list(result)
-        state.mark_recorded(result)
         raise RetryModelRequest()
 
     async def after_tool_execute(
@@ -273,12 +285,12 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             return self.history_store
         if self.messages_path is None or callable(self.messages_path):
             return None
-        return JsonHistoryStore.open(self.messages_path, fsync=self.fsync)
+        return self.store_for(self.messages_path)
 
     def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         if callable(self.messages_path):
             path = self.messages_path(ctx)
-            return JsonHistoryStore.open(path, fsync=self.fsync) if path is not None else None
+            return None if path is None else self.store_for(path)
         return self._static_store()
 
     def _budget(self, model: Any) -> tuple[int, str]:
@@ -290,10 +302,11 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             window, source = getattr(model, "context_window", None) or resolve_max_tokens(model), "model"
         if window is None:
             window, source = DEFAULT_MAX_TOKENS, "default"
-            name = self.model_name or getattr(model, "model_name", None) or "the model"
-            if name not in _defaulted:
-                _defaulted.add(name)
-                logger.warning("context window of %s unknown: assuming %d tokens (set max_tokens)", name, window)
+            # A named model was looked up, and resolve_max_tokens said so once per name; a scripted model
+            # (TestModel, FunctionModel) has no window to report. Only "no model at all" is reported here.
+            if self.model_name is None and model is None and "" not in _defaulted:
+                _defaulted.add("")
+                logger.warning("context window unknown (no model_name): assuming %d tokens (set max_tokens)", window)
         return max(window - self.reserve_output_tokens, 1), source
 
     async def _process(
@@ -319,8 +332,6 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         result = await self._compress(messages, size, budget, focus, store, ctx)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
-        if result is not messages:
-            state.mark_recorded(result)
         return result
 
     async def _report_usage(self, size: Measure, budget: int, source: str, store: HistoryStore | None) -> None:
@@ -338,3 +349,22 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))
+
+
+def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:
+    """Refuse a run that would add a second conversation to a history file: none of its messages is in the file,
+    and the file holds records (another chat, or the same one not resumed). Cheap: a resumed history's first
+    message is found at once; a new conversation is short."""
+    if not len(store):
+        return
+    for message in messages:
+        message_id = get_message_id(message)
+        if message_id is not None and message_id in store:
+            return
+    where = store.path if store.path is not None else "the history store"
+    raise HistoryStoreError(
+        f"{where} already holds another conversation ({len(store)} records) and this run does not continue it. "
+        "To continue it, pass message_history=await middleware.store.load() (the file's working context); "
+        "to start a new conversation, use another messages_path (a function of the RunContext gives one file per "
+        "session); to add this run to the same file anyway, set ContextManagerMiddleware(shared_file=True)."
+    )

@@ -7,13 +7,13 @@ import logging
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
-from .._messages import get_message_id
-from .._tokens import _PrefixState  # pyright: ignore[reportPrivateUsage]
+from .._cursor import CursorTable, HistoryCursor
+from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
@@ -66,56 +66,41 @@ class SharedState:
 
 @dataclass
 class RunState:
-    """Per-run bookkeeping: whether the trigger is armed, and how far the history has been recorded."""
+    """Per-run bookkeeping: whether the trigger is armed, and the overflow retry in progress."""
 
     armed: bool = True
-    recorded_length: int = 0
-    recorded_last: ModelMessage | None = None
+    conversation_checked: bool = False
+    """Whether the run's history was checked against the file's conversation (at its first request)."""
     retry_messages: list[ModelMessage] | None = None
     overflow_retries: int = 0
 
-    def mark_recorded(self, messages: Sequence[ModelMessage]) -> None:
-        self.recorded_length = len(messages)
-        self.recorded_last = messages[-1] if messages else None
 
-    def unrecorded_start(self, messages: Sequence[ModelMessage]) -> int:
-        """Where new messages begin: after the recorded prefix when the history only grew, else 0 (full scan)."""
-        n = self.recorded_length
-        if n and len(messages) >= n and messages[n - 1] is self.recorded_last:
-            return n
-        return 0
+REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", "pydantic_deep.eviction")
+"""Part metadata keys of the toolkit's working-context reductions: a tool result cleared by
+`ClearToolResultsProcessor` or replaced by its preview by the harness's `EvictionProcessor`. An edit that only
+makes such reductions is not a new version of the conversation (the recorded original stays the latest)."""
 
 
 class _RecordedHistories:
-    """Per store (and one slot for "no store"): the length of the history recorded last through it, by any run or
-    plain call, with a bounded sample of its message identities (the first, every k-th and the last 16, as the
-    token counter keeps). A history that starts with those very messages only grew since: its prefix is recorded
-    (every message has an id, and is in the store). This keeps a call without run state (the plain form, the first
-    request of a run) at O(new messages) instead of checking every message of a long history."""
+    """Per store (and one slot for "no store"): a `HistoryCursor` for each history recorded through it (by any run
+    or plain call), keyed by its first message. What the cursor reports as unchanged is recorded; only the
+    appended messages, the messages edited in place and the messages after a replacement point are looked at,
+    so a call costs O(new messages), not O(history)."""
 
     def __init__(self) -> None:
-        self._states: weakref.WeakKeyDictionary[object, _PrefixState] = weakref.WeakKeyDictionary()
+        self._tables: weakref.WeakKeyDictionary[object, CursorTable] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def recorded_length(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> int:
+    def cursor_for(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> HistoryCursor:
         key = _NO_STORE if store is None else store
         try:
             with self._lock:
-                state = self._states.get(key)
-        except TypeError:  # a store that cannot be weakly referenced or hashed: no shortcut
-            return 0
-        return state.length if state is not None and state.matches(messages) else 0
-
-    def remember(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> None:
-        """Call only once every message of `messages` has an id and is in `store`."""
-        if not messages:
-            return
-        state = _PrefixState.build(messages, 0)  # bounded: 16 to 32 spread messages and the last 16
-        try:
-            with self._lock:
-                self._states[_NO_STORE if store is None else store] = state
-        except TypeError:
-            pass
+                table = self._tables.get(key)
+                if table is None:
+                    table = self._tables[key] = CursorTable()
+                return table.cursor_for(messages)
+        except TypeError:  # a store that cannot be weakly referenced or hashed: no memory, a full check each time
+            return HistoryCursor()
 
 
 class _NoStore:
@@ -129,21 +114,73 @@ _recorded = _RecordedHistories()
 async def record_new_messages(
     state: RunState, messages: Sequence[ModelMessage], store: HistoryStore | None
 ) -> list[ModelMessage]:
-    """Give every new message its stable id and append it to the store. O(new messages) when the history grew
-    since the run (or, without run state, any call through the same store) recorded it."""
-    start = state.unrecorded_start(messages) or _recorded.recorded_length(store, messages)
+    """Give every new message its stable id and append it to the store, and append a new version of every
+    recorded message edited in place (same id, new content), unless the edit only reduces the working context
+    (`REDUCTION_METADATA_KEYS`). Returns what was handed to the store. O(new messages)."""
+    cursor = _recorded.cursor_for(store, messages)
+    change = cursor.peek(messages)
+    if change.kind == "replaced" and _adopt_ids(cursor.messages, messages, change.start):
+        change = cursor.peek(messages)
+    if change.kind == "unchanged":
+        return []
     new = [
         m
-        for m in messages[start:]
+        for m in messages[change.start :]
         if (message_id := get_message_id(m)) is None or (store is not None and message_id not in store)
     ]
     for message in new:
         ensure_message_id(message)
-    if store is not None and new:
-        await store.append(new)
-    state.mark_recorded(messages)
-    _recorded.remember(store, messages)
-    return new
+    edited = [messages[i] for i in change.edited]
+    versions = [m for m in edited if store is not None and await _is_new_version(store, m)]
+    if store is not None and (new or versions):
+        await store.append([*versions, *new])
+    cursor.commit(messages, change)  # only once recorded: a failed append is tried again at the next call
+    return [*versions, *new]
+
+
+def _adopt_ids(recorded: Sequence[ModelMessage], messages: Sequence[ModelMessage], start: int) -> bool:
+    """Give a message without an id the id of the recorded message at its position when the two differ only in
+    their metadata: the same message, rebuilt (`run_stream` hands out a fresh copy of its final response, without
+    the id given to the response the run committed). Returns whether any id was adopted."""
+    adopted = False
+    for i in range(start, min(len(recorded), len(messages))):
+        new, old = messages[i], recorded[i]
+        old_id = get_message_id(old)
+        if old_id is None or get_message_id(new) is not None or not _same_but_metadata(new, old):
+            continue
+        new.metadata = {**(new.metadata or {}), **(old.metadata or {}), MESSAGE_ID_KEY: old_id}
+        adopted = True
+    return adopted
+
+
+def _same_but_metadata(a: ModelMessage, b: ModelMessage) -> bool:
+    if type(a) is not type(b):
+        return False
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in fields(a) if f.name != "metadata")
+
+
+async def _is_new_version(store: HistoryStore, message: ModelMessage) -> bool:
+    """Whether an edited message differs from its recorded version by more than working-context reductions."""
+    message_id = get_message_id(message)
+    if message_id is None or message_id not in store:
+        return True
+    recorded = (await store.read(message_id, message_id, limit=1)).messages
+    if not recorded:
+        return True
+    old = recorded[-1]
+    if len(old.parts) != len(message.parts) or type(old) is not type(message):
+        return True
+    return any(a != b and not _is_reduction(a, b) for a, b in zip(old.parts, message.parts, strict=True))
+
+
+def _is_reduction(old: object, new: object) -> bool:
+    """`new` is `old` cleared or evicted by the toolkit (a marker the old part did not have)."""
+    old_metadata: object = getattr(old, "metadata", None)
+    new_metadata: object = getattr(new, "metadata", None)
+    if type(old) is not type(new) or not isinstance(new_metadata, dict):
+        return False
+    before = cast("dict[str, object]", old_metadata) if isinstance(old_metadata, dict) else {}
+    return any(key in new_metadata and key not in before for key in REDUCTION_METADATA_KEYS)
 
 
 async def call_callback(name: str, callback: Any, *args: Any) -> tuple[Any, str | None]:

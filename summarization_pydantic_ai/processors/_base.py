@@ -21,7 +21,7 @@ from pydantic_ai.models import ModelRequestContext
 
 from .._sizes import ContextSize, Measure, check_keep_below_trigger, normalize_keep, normalize_trigger
 from .._tokens import RequestAwareCounter, RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
-from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from .._windows import DEFAULT_MAX_TOKENS, is_offline_model, resolve_max_tokens
 
 __all__ = ["HistoryProcessor", "RunInfo", "request_overhead_tokens"]
 
@@ -124,7 +124,8 @@ def resolve_budget(
         window = getattr(model, "context_window", None) or resolve_max_tokens(model)
     if window is None and assume_default:
         key = model_name or type(run.request.model).__name__ if run else "plain call"
-        if key not in _warned_defaults:
+        offline = run is not None and model_name is None and is_offline_model(run.request.model)
+        if key not in _warned_defaults and not offline:  # TestModel and FunctionModel have no window to report
             _warned_defaults.add(key)
             logger.warning("context window unknown for %s; assuming %d tokens", key, DEFAULT_MAX_TOKENS)
         window = DEFAULT_MAX_TOKENS

@@ -1,0 +1,120 @@
+"""What every benchmark script shares: the history generator, the sizes and targets, timing helpers.
+
+`run.py`, `middleware.py` and `deep.py` import this module; none of them imports another's helpers, so there is
+no import circle (`run.py` imports the other two to run them).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+SIZES = (1_000, 10_000, 50_000)
+TARGET_SIZE = 10_000
+TARGET_MEDIAN_S = 1e-3
+TARGET_RATIO = 2.0
+PAIRS_PER_PROMPT = 10  # a new user prompt every ~20 messages
+RETURN_CHARS = 2_048
+
+_CODE_LINES = [
+    "def handler_{i}_{j}(request, *, retries=3):",
+    "    payload = request.json().get('items', [])  # item {j}",
+    "    for attempt in range(retries):",
+    "        result = process_batch(payload, attempt=attempt, tag='t{i}')",
+    "        if result.ok:",
+    "            return result.value",
+    "    raise RuntimeError(f'batch {i}.{j} failed after {{retries}} attempts')",
+    "",
+]
+
+
+def tool_output(i: int) -> str:
+    """About 2 KB of source-like text, distinct for every call."""
+    lines = [f"# src/service/module_{i}.py (lines 1-200)"]
+    j = 0
+    while sum(len(line) + 1 for line in lines) < RETURN_CHARS:
+        lines.extend(line.format(i=i, j=j) for line in _CODE_LINES)
+        j += 1
+    return "\n".join(lines)[:RETURN_CHARS]
+
+
+def message_stream() -> Iterator[ModelMessage]:
+    """An endless, realistic agent history: system prompt + user prompt, then (response, request) pairs.
+
+    Most pairs are a tool call (`read_file` with dict args, the text that announces it) answered by a ~2 KB
+    tool return; every `PAIRS_PER_PROMPT`-th pair is a plain text answer followed by a new user prompt.
+    """
+    yield ModelRequest(
+        parts=[
+            SystemPromptPart("You are a careful coding assistant. Read files before changing them."),
+            UserPromptPart("Task 0: find why the batch handlers fail under load and propose a fix."),
+        ]
+    )
+    pair = 0
+    while True:
+        pair += 1
+        if pair % PAIRS_PER_PROMPT == 0:
+            task = pair // PAIRS_PER_PROMPT
+            yield ModelResponse(
+                parts=[TextPart(f"Summary of step {task}: the retry loop in module_{pair} swallows the error. " * 3)]
+            )
+            yield ModelRequest(parts=[UserPromptPart(f"Task {task}: now apply the same fix to the next module.")])
+        else:
+            call_id = f"call_{pair:08d}"
+            yield ModelResponse(
+                parts=[
+                    TextPart(f"Let me read module_{pair} to check the retry logic."),
+                    ToolCallPart(
+                        "read_file",
+                        {"path": f"src/service/module_{pair}.py", "start": 1, "end": 200},
+                        tool_call_id=call_id,
+                    ),
+                ]
+            )
+            yield ModelRequest(parts=[ToolReturnPart("read_file", tool_output(pair), tool_call_id=call_id)])
+
+
+def build_history(size: int) -> tuple[list[ModelMessage], Iterator[ModelMessage]]:
+    """A valid history of `size + 1` messages (it starts with one request and grows by pairs, so it ends with a
+    request as a history about to be sent does) and the stream that continues it."""
+    stream = message_stream()
+    history = [next(stream) for _ in range(size + 1)]
+    return history, stream
+
+
+@dataclass
+class Timing:
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, max(0, round(0.9 * len(ordered)) - 1))]
+
+
+BATCH = 10
+"""Timed calls in a row on one history before the next size gets its turn."""
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:,.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:,.2f} ms"
+    return f"{seconds:,.2f} s"
