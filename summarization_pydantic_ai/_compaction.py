@@ -13,11 +13,19 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    SystemPromptPart,
+    UserPromptPart,
+)
 
 from ._cutoff import find_safe_cutoff, safe_head_end
 from ._events import CompactionCompleted
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
+from ._tokens import estimate_message_tokens
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
 
 __all__ = ["CompactionPlan", "SummaryOutcome", "assemble", "plan_compaction", "summarize_with_fallback"]
@@ -37,6 +45,25 @@ class CompactionPlan:
     """The messages the summary replaces (earlier summaries excluded, see `previous_summaries`)."""
     previous_summaries: tuple[str, ...]
     previous_summary_ids: tuple[str, ...]
+    carried: tuple[ModelRequestPart, ...] = ()
+    """The latest user request's prompt parts, when the span replaces the request that holds them: the summary
+    (or window marker) carries them verbatim, media included, so the request survives every compaction."""
+
+
+def latest_user_request_at(messages: Sequence[ModelMessage]) -> int | None:
+    """The index of the most recent request that holds a user prompt (a summary carrying one counts)."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
+            return i
+    return None
+
+
+def _carried_request(messages: Sequence[ModelMessage], head_end: int, cutoff: int) -> tuple[ModelRequestPart, ...]:
+    latest = latest_user_request_at(messages)
+    if latest is None or not head_end <= latest < cutoff:
+        return ()
+    return tuple(p for p in messages[latest].parts if isinstance(p, UserPromptPart))
 
 
 def _system_head(first: ModelMessage) -> tuple[ModelRequest | None, bool]:
@@ -87,7 +114,8 @@ def plan_compaction(
             span.append(replace(message, parts=rest))
     if not span:
         return None
-    return CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids))
+    carried = _carried_request(messages, head_end, cutoff)
+    return CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids), carried)
 
 
 @dataclass(frozen=True)
@@ -124,6 +152,7 @@ async def summarize_with_fallback(
         text = await summarizer.summarize(request)
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError("the summarizer returned empty text")
+        _check_summary_size(text.strip(), plan, summarizer)
         return SummaryOutcome(text.strip(), summarizer_name(summarizer), time.perf_counter() - started)
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"
@@ -133,6 +162,24 @@ async def summarize_with_fallback(
         fallback = fallback or DeterministicSummarizer()
         text = fallback.summarize_sync(request)
         return SummaryOutcome(text, fallback.name, time.perf_counter() - started, reason)
+
+
+def _text_tokens(text: str) -> int:
+    return estimate_message_tokens(ModelRequest(parts=[UserPromptPart(text)]))
+
+
+def _check_summary_size(text: str, plan: CompactionPlan, summarizer: Summarizer) -> None:
+    """A summary that is longer than what it replaces (or than the summarizer's `max_summary_tokens`) would grow
+    the context it was meant to shrink: refuse it, so the deterministic fallback is used instead."""
+    if isinstance(summarizer, DeterministicSummarizer):
+        return  # it quotes and counts the span: bounded by construction
+    tokens = _text_tokens(text)
+    limit = getattr(summarizer, "max_summary_tokens", None)
+    if isinstance(limit, int) and tokens > limit:
+        raise ValueError(f"the summary has about {tokens:,} tokens, over max_summary_tokens={limit:,}")
+    replaced = sum(map(estimate_message_tokens, plan.span)) + sum(map(_text_tokens, plan.previous_summaries))
+    if tokens > replaced:
+        raise ValueError(f"the summary has about {tokens:,} tokens, more than the {replaced:,} it would replace")
 
 
 def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focus: str | None) -> ModelRequest:
@@ -151,7 +198,8 @@ def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focu
         info["fallback_reason"] = outcome.fallback_reason
     if focus:
         info["focus"] = focus
-    return ModelRequest(parts=[CompactionPart(content=outcome.text, metadata={SUMMARY_METADATA_KEY: info})])
+    summary = CompactionPart(content=outcome.text, metadata={SUMMARY_METADATA_KEY: info})
+    return ModelRequest(parts=[summary, *plan.carried])
 
 
 def assemble_merged(

@@ -40,9 +40,22 @@ def _close_pairs(index: ToolPairIndex, cutoff: int) -> int:
 
 
 def safe_head_end(messages: Sequence[ModelMessage], head: int) -> int:
-    """Extend a kept head so it does not end on a response whose calls are answered after it."""
+    """Extend a kept head so it does not end on a response whose calls are answered after it, and so it holds
+    every result of the calls it holds (a response's results can be spread over several requests)."""
+    head = _extend_over_requests(messages, min(head, len(messages)))
+    if head <= 0 or head >= len(messages):
+        return head
+    index = ToolPairIndex.build(messages)
+    while True:
+        calls_in_head = (call_id for call_id, at in index.calls.items() if at < head)
+        last = max((r for call_id in calls_in_head for r in index.results.get(call_id, ()) if r >= head), default=-1)
+        if last < head:
+            return head
+        head = _extend_over_requests(messages, last + 1)
+
+
+def _extend_over_requests(messages: Sequence[ModelMessage], head: int) -> int:
     n = len(messages)
-    head = min(head, n)
     while 0 < head < n:
         last = messages[head - 1]
         if not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)):

@@ -47,6 +47,8 @@ ProblemKind = Literal[
     "orphan_call",
     "orphan_return",
     "duplicate_return",
+    "split_results",
+    "results_after_text",
     "ends_with_response",
     "empty_request",
     "assistant_first",
@@ -176,7 +178,11 @@ def validate_history(messages: Sequence[ModelMessage], *, for_request: bool = Tr
     """Report every rule a strict provider (Anthropic, OpenAI chat) enforces that `messages` breaks.
 
     Rules: every tool call is answered in the requests right after its response (`orphan_call`); every tool
-    result answers a call of the response right before it (`orphan_return`), once (`duplicate_return`); no empty
+    result answers a call of the response right before it (`orphan_return`), once (`duplicate_return`); all the
+    results of one response are in the one request right after it (`split_results`: Anthropic wants every
+    `tool_result` in the next user message, Google every function response in the next turn), before any other
+    user-voice part of that request (`results_after_text`: Anthropic wants the results first, OpenAI chat wants
+    the tool messages right after the assistant message, before any user message); no empty
     request (`empty_request`); no assistant message before the first user-voice request, system prompts aside
     (`assistant_first`); a history that holds summaries but no user turn or tool exchange is `summary_only`.
     With `for_request=True` (a history about to be sent) the last message must be a `ModelRequest`
@@ -223,20 +229,25 @@ def _check_pairs(messages: Sequence[ModelMessage], for_request: bool, problems: 
     """Calls must be answered in the run of requests right after their response; results must follow their call."""
     open_calls: dict[str, int] = {}  # calls of the latest response still waiting for a result
     answered: set[str] = set()
+    response_at = -1
     for i, message in enumerate(messages):
         if isinstance(message, ModelResponse):
             _report_unanswered(open_calls, answered, problems)
             open_calls = {p.tool_call_id: i for p in message.parts if _is_tool_call(p)}  # type: ignore[union-attr]
             answered = set()
+            response_at = i
             continue
+        text_before = False
         for part in message.parts:
             if not _is_tool_result(part):
+                text_before = text_before or not isinstance(part, SystemPromptPart)
                 continue
             call_id = _result_call_id(part)
             if call_id in answered:
                 problems.append(HistoryProblem("duplicate_return", i, "a second result for one call", call_id))
             elif call_id in open_calls:
                 answered.add(call_id)
+                _check_placement(i, response_at, text_before, call_id, problems)
             else:
                 problems.append(
                     HistoryProblem(
@@ -246,6 +257,20 @@ def _check_pairs(messages: Sequence[ModelMessage], for_request: bool, problems: 
     last_is_request = isinstance(messages[-1], ModelRequest)
     if last_is_request or for_request:
         _report_unanswered(open_calls, answered, problems)
+
+
+def _check_placement(i: int, response_at: int, text_before: bool, call_id: str, problems: list[HistoryProblem]) -> None:
+    """A result that answers its call must be in the request right after the response, before any user text."""
+    if i != response_at + 1:
+        problems.append(
+            HistoryProblem(
+                "split_results", i, "a tool result in a later request than the one right after its call", call_id
+            )
+        )
+    elif text_before:
+        problems.append(
+            HistoryProblem("results_after_text", i, "a tool result after user text in its request", call_id)
+        )
 
 
 def _report_unanswered(open_calls: dict[str, int], answered: set[str], problems: list[HistoryProblem]) -> None:

@@ -198,6 +198,8 @@ class _Result:
     part: _ToolResult
     run_of: int
     """The response whose run of requests holds this result (-1 before the first response)."""
+    in_place: bool = False
+    """In the request right after `run_of`, before any user text there: where strict providers want it."""
 
 
 @dataclass
@@ -230,10 +232,12 @@ class _Index:
                 if calls:
                     index.calls[i] = calls
                 continue
+            text_before = False
             for j, part in enumerate(message.parts):
                 if not _is_tool_result(part):
+                    text_before = text_before or not isinstance(part, SystemPromptPart)
                     continue
-                result = _Result(i, j, part, last_response)
+                result = _Result(i, j, part, last_response, i == last_response + 1 and not text_before)
                 seen = index.occurrences.get(result.part.tool_call_id)
                 if seen:
                     index.owned.setdefault((seen[-1], result.part.tool_call_id), []).append(result)
@@ -291,7 +295,7 @@ def _plan(messages: Sequence[ModelMessage], index: _Index, close_last_response: 
                             key = (other.message, other.index)
                             plan.remove.discard(key)
                             plan.replace[key] = _note(other.part, "Duplicate tool result, already answered")
-            if kept.run_of == response_at:  # already in the requests right after its call
+            if kept.run_of == response_at and kept.in_place:  # already in the request right after its call
                 if kept_part is not kept.part:
                     plan.replace[(kept.message, kept.index)] = kept_part
                     plan.touched.add(kept.message)
@@ -338,6 +342,9 @@ def _assemble(messages: Sequence[ModelMessage], plan: _Plan) -> tuple[list[Model
                 insert_at = len(parts)
         if incoming:
             parts[insert_at:insert_at] = incoming  # after the results already there, before the user's text
+        if i > 0 and isinstance(messages[i - 1], ModelResponse):
+            # Results first (a note that replaced an orphan must not stand before a real result).
+            parts = [p for p in parts if _is_tool_result(p)] + [p for p in parts if not _is_tool_result(p)]
         changed = True
         if parts:
             out.append(replace(message, parts=parts))
@@ -397,6 +404,7 @@ def _needs_patch(messages: Sequence[ModelMessage], close_last_response: bool) ->
                     call_at[part.tool_call_id] = i
                     calls += 1
             continue
+        first_after_response = previous_is_response
         previous_is_response = False
         if not message.parts:
             return True
@@ -405,13 +413,18 @@ def _needs_patch(messages: Sequence[ModelMessage], close_last_response: bool) ->
             before_first_response_ok = True
         elif last_response == -1 and not before_first_response_ok:
             before_first_response_ok = is_summary_message(message)
+        text_before = False
         for part in message.parts:
             if _is_tool_result(part):
                 call_id = part.tool_call_id
                 if call_at.get(call_id) != last_response or answered_at.get(call_id) == last_response:
                     return True  # orphaned, early, late or duplicated
+                if not first_after_response or text_before:
+                    return True  # in a later request of the run, or after user text: strict providers refuse it
                 answered_at[call_id] = last_response
                 answered += 1
+            else:
+                text_before = text_before or not isinstance(part, SystemPromptPart)
     if answered != calls and (last_response != len(messages) - 1 or close_last_response):
         return True
     # summaries but no user turn

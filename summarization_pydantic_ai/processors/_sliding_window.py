@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
+from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
 from .._compaction import plan_compaction
 from .._events import EventCallback, WindowTrimmed, emit_event
-from .._messages import SUMMARY_METADATA_KEY, summary_info
+from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
 from .._sizes import ContextSize
 from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
@@ -19,11 +20,12 @@ from ._summarization import keep_message_counter, new_problems
 __all__ = ["SlidingWindowProcessor"]
 
 
-def _window_marker(dropped: int) -> ModelRequest:
-    """A short user-voice note where messages were dropped, so the kept tail never opens with the assistant."""
+def _window_marker(dropped: int, carried: Sequence[ModelRequestPart] = ()) -> ModelRequest:
+    """A short user-voice note where messages were dropped, so the kept tail never opens with the assistant; it
+    carries the latest user request verbatim when that request was among the dropped messages."""
     text = f"[{dropped} earlier messages of this conversation were removed to fit the context window.]"
     info = {"kind": "window", "dropped_messages": dropped, "created_at": datetime.now(UTC).isoformat()}
-    return ModelRequest(parts=[CompactionPart(content=text, metadata={SUMMARY_METADATA_KEY: info})])
+    return ModelRequest(parts=[CompactionPart(content=text, metadata={SUMMARY_METADATA_KEY: info}), *carried])
 
 
 @dataclass
@@ -75,13 +77,14 @@ class SlidingWindowProcessor(HistoryProcessor):
         )
         if plan is None:
             return messages
-        dropped = len(plan.span) + sum(
-            int((summary_info(m) or {}).get("dropped_messages", 0)) for m in messages[plan.head_end : plan.cutoff]
+        dropped = sum(
+            int((summary_info(m) or {}).get("dropped_messages", 0)) if is_summary_message(m) else 1
+            for m in messages[plan.head_end : plan.cutoff]
         )
         head = list(messages[: plan.head_end])
         if plan.system_head is not None:
             head.append(plan.system_head)
-        result = [*head, _window_marker(dropped), *messages[plan.cutoff :]]
+        result = [*head, _window_marker(dropped, plan.carried), *messages[plan.cutoff :]]
         if new_problems(messages, result):
             return messages
         await emit_event(self.event_callback, WindowTrimmed(type(self).__name__, dropped, len(result), size.tokens))

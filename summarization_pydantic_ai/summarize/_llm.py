@@ -66,6 +66,9 @@ class LLMSummarizer:
     max_input_tokens: int | None = None
     """Input budget per call; default: half the model's context window (at most 120,000), or 32,000 if unknown."""
     timeout: float | None = 120.0
+    max_summary_tokens: int | None = None
+    """A summary estimated longer than this is refused and the deterministic summary used instead. Whatever this
+    is, a summary longer than the messages it replaces is always refused."""
     """Seconds per model call."""
     model_settings: Any = None
     name: str = "llm"
@@ -75,6 +78,8 @@ class LLMSummarizer:
         validate_template(self.prompt_template)
         if self.max_input_tokens is not None and self.max_input_tokens < 1_000:
             raise ValueError(f"max_input_tokens must be at least 1,000, got {self.max_input_tokens}")
+        if self.max_summary_tokens is not None and self.max_summary_tokens < 1:
+            raise ValueError(f"max_summary_tokens must be at least 1, got {self.max_summary_tokens}")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
 

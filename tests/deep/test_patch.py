@@ -229,8 +229,28 @@ def test_result_before_its_call_is_moved_after_it() -> None:
     assert out[2].parts[0] is early
 
 
-def test_result_later_in_the_same_run_of_requests_stays_put() -> None:
-    history = [req(user()), resp(call("c1")), req(user("wait")), req(ret("c1"))]
+def test_result_after_user_text_is_moved_before_it() -> None:
+    """Results spread over the run of requests, with user text between, break Anthropic, OpenAI chat and Google
+    when mapped directly: they all go to the request right after the call, before the user's text."""
+    late = ret("c2")
+    history = [req(user()), resp(call("c1"), call("c2")), req(ret("c1"), user("wait")), req(late)]
+    out = patch(history)
+    check_valid(out)
+    assert out[2].parts[:2] == [history[2].parts[0], late]
+    assert out[2].parts[2] is history[2].parts[1]
+    assert len(out) == 3
+
+
+def test_result_after_text_in_its_own_request_is_moved_first() -> None:
+    result = ret("c1")
+    history = [req(user()), resp(call("c1")), req(user("note"), result)]
+    out = patch(history)
+    check_valid(out)
+    assert out[2].parts == [result, history[2].parts[0]]
+
+
+def test_results_in_order_are_left_alone() -> None:
+    history = [req(user()), resp(call("c1"), call("c2")), req(ret("c1"), ret("c2"), user("and then"))]
     assert patch(history) is history
 
 

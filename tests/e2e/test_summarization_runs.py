@@ -266,3 +266,38 @@ async def test_user_text_with_braces_cannot_break_the_template() -> None:
     (prompt,) = summary_model.prompts
     assert "format {messages} and {previous_summary} and { broken" in prompt
     assert "ok {focus}" in prompt
+
+
+@pytest.mark.parametrize(
+    ("summary_text", "limit", "why"),
+    [
+        ("x " * 300_000, None, "more than"),  # a 300k-word "summary" of a few thousand tokens
+        ("a perfectly short summary. " * 40, 50, "max_summary_tokens=50"),
+    ],
+    ids=["longer-than-the-span", "over-the-configured-maximum"],
+)
+async def test_a_summary_longer_than_allowed_is_refused_for_the_fallback(
+    summary_text: str, limit: int | None, why: str
+) -> None:
+    from summarization_pydantic_ai import LLMSummarizer
+
+    def bloated(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(summary_text)])
+
+    events: list[ContextEvent] = []
+    summarizer = LLMSummarizer(FunctionModel(bloated), max_summary_tokens=limit)
+    processor = SummarizationProcessor(summarizer, trigger=("messages", 7), keep=0, event_callback=events.append)
+    result = await make_agent(ScriptedAgentModel(tool_calls=4), processor).run("Read the data files.")
+    (summary,) = summaries(result.all_messages())
+    text = str(summary.parts[0].content)  # type: ignore[union-attr]
+    assert summary_text.strip() not in text and "/data/file1.txt" in text  # the deterministic summary
+    completed = [e for e in events if isinstance(e, CompactionCompleted)]
+    assert completed and why in (completed[0].fallback_reason or "")
+    assert validate_history(result.all_messages(), for_request=False) == []
+
+
+def test_max_summary_tokens_must_be_positive() -> None:
+    from summarization_pydantic_ai import LLMSummarizer
+
+    with pytest.raises(ValueError, match="max_summary_tokens"):
+        LLMSummarizer("test", max_summary_tokens=0)
