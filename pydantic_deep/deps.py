@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from .backends import BackendProtocol, CompositeBackend, LocalBackend, StateBackend
 from .todos import Todo
@@ -22,6 +22,35 @@ def new_session_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+EVICTED_OUTPUTS_ROUTE = "/large_tool_results/"
+
+
+def default_backend(base_dir: Path | None) -> BackendProtocol:
+    """An in-memory workspace whose evicted outputs live on disk under `base_dir` (as long as the session's
+    messages.json does), or all in memory without a `base_dir`."""
+    if base_dir is None:
+        return StateBackend()
+    return CompositeBackend(StateBackend(), routes={EVICTED_OUTPUTS_ROUTE: _on_first_use(base_dir)})
+
+
+class _LocalOnFirstUse:
+    """A `LocalBackend` whose root directory is created when it is first used, not when deps are built (building
+    `DeepAgentDeps()` must not create directories)."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._backend: LocalBackend | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._backend is None:
+            self._backend = LocalBackend(self._root)
+        return getattr(self._backend, name)
+
+
+def _on_first_use(root: Path) -> BackendProtocol:
+    return cast("BackendProtocol", _LocalOnFirstUse(root))
+
+
 @dataclass
 class DeepAgentDeps:
     """The deps of an agent built by `create_deep_agent`. Every field has a default:
@@ -36,8 +65,10 @@ class DeepAgentDeps:
         ```
     """
 
-    backend: BackendProtocol = field(default_factory=StateBackend)
-    """Where the file tools and eviction read and write (default: an in-memory file system)."""
+    backend: BackendProtocol = field(default=cast("BackendProtocol", None))
+    """Where the file tools and eviction read and write. Default: an in-memory file system for the workspace, with
+    `/large_tool_results/` (evicted outputs) on disk under `base_dir`, so previews in a saved session still read
+    back after a restart; with `base_dir=None`, everything in memory."""
     session_id: str = field(default_factory=new_session_id)
     base_dir: Path | None = DEFAULT_BASE_DIR
     """Root of the session layout; `None` keeps nothing on disk (no messages.json)."""
@@ -51,6 +82,8 @@ class DeepAgentDeps:
             raise ValueError(f"session_id must be a plain name, got {self.session_id!r}")
         if self.base_dir is not None:
             self.base_dir = Path(self.base_dir)
+        if cast("BackendProtocol | None", self.backend) is None:
+            self.backend = default_backend(self.base_dir)
 
     @classmethod
     def on_disk(
@@ -65,7 +98,7 @@ class DeepAgentDeps:
             ```
         """
         base = Path(base_dir)
-        backend = CompositeBackend(LocalBackend(workspace), routes={"/large_tool_results/": LocalBackend(base)})
+        backend = CompositeBackend(LocalBackend(workspace), routes={EVICTED_OUTPUTS_ROUTE: LocalBackend(base)})
         return cls(backend=backend, base_dir=base, session_id=session_id or new_session_id())
 
     @property

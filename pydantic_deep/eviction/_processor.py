@@ -12,11 +12,20 @@ from typing import Any, cast
 import pydantic_core
 from pydantic_ai import RunContext, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    BinaryContent,
+    FileUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
+from summarization_pydantic_ai import HistoryCursor
 from summarization_pydantic_ai._tokens import estimate_text_tokens
 
 from ..backends import BackendProtocol, normalize_path
@@ -38,10 +47,32 @@ logger = logging.getLogger("pydantic_deep")
 EventCallback = Callable[[OutputEvicted | OutputArchived | EvictionFailed], Any]
 
 
+_MEDIA = (BinaryContent, FileUrl)
+"""Images, audio, video and documents (inline or by URL): the model reads them as they are, never as text."""
+
+
+def _has_media(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _MEDIA):
+        return True
+    if depth > 4:
+        return False
+    if isinstance(value, list | tuple):
+        return any(_has_media(v, depth + 1) for v in cast("Sequence[Any]", value))
+    if isinstance(value, dict):
+        return any(_has_media(v, depth + 1) for v in cast("dict[Any, Any]", value).values())
+    return False
+
+
 def _as_text(value: Any) -> str | None:
-    """The text an output is saved as: strings as they are, data as indented JSON (pageable by lines)."""
+    """The text an output is saved as: strings as they are, raw bytes with every byte kept (undecodable ones as
+    surrogate escapes, which a disk backend writes back as the same bytes), data as indented JSON (pageable by
+    lines). Multimodal content is never turned into text: the model gets it as it is."""
     if isinstance(value, str):
         return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    if _has_media(value):
+        return None
     try:
         return json.dumps(pydantic_core.to_jsonable_python(value), indent=1, ensure_ascii=False)
     except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
@@ -49,6 +80,37 @@ def _as_text(value: Any) -> str | None:
 
 
 _PAGEABLE_LINE = 2_000
+
+
+def _printable(text: str) -> str:
+    """`text` for a preview: undecodable bytes (surrogate escapes) shown as U+FFFD, or, when most of it is binary,
+    a hex dump of its first bytes (a history must never hold a lone surrogate: it cannot be serialized)."""
+    if text.isascii() or not any("\udc80" <= c <= "\udcff" for c in text):
+        return text
+    raw = text.encode("utf-8", "surrogateescape")
+    decoded = raw.decode("utf-8", "replace")
+    if decoded.count("\ufffd") * 10 <= len(decoded):
+        return decoded
+    head = raw[:512]
+    rows = (head[k : k + 16].hex(" ") for k in range(0, len(head), 16))
+    return f"[binary data, {len(raw):,} bytes; the first {len(head)} in hex:]\n" + "\n".join(rows)
+
+
+def referenced_paths(messages: Sequence[ModelMessage]) -> list[str]:
+    """The evicted files that previews in `messages` point to."""
+    paths: list[str] = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            metadata: Any = part.metadata if isinstance(part, ToolReturnPart) else None
+            info: Any = (
+                cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
+            )
+            path: Any = cast(dict[str, Any], info).get("path") if isinstance(info, dict) else None
+            if isinstance(path, str):
+                paths.append(path)
+    return paths
 
 
 def _pageable(text: str, kind: str) -> str:
@@ -71,8 +133,8 @@ _DEFAULT_POLICY = EvictionPolicy()
 
 @dataclass
 class _RunState:
-    scanned: int = 0
-    scanned_last: ModelMessage | None = None
+    cursor: HistoryCursor = field(default_factory=HistoryCursor)
+    """The history as it was after the previous request: only what changed since is examined."""
     pending: dict[str, int] = field(default_factory=dict[str, int])
     """Agent-mode outputs not archived yet: tool_call_id -> index of the request holding them."""
 
@@ -136,12 +198,16 @@ class EvictionProcessor(AbstractCapability[Any]):
             archive = self._archives[id(backend)] = EvictionArchive(backend, self.eviction_path)
         return archive
 
-    async def cleanup(self, backend: BackendProtocol | None = None) -> list[str]:
-        """Apply the retention policy now; returns exactly the files deleted."""
+    async def cleanup(
+        self, backend: BackendProtocol | None = None, *, keep_referenced_by: Sequence[ModelMessage] = ()
+    ) -> list[str]:
+        """Apply the retention policy now; returns exactly the files deleted. Files that a preview in
+        `keep_referenced_by` (a live history) points to are never deleted."""
         target = backend or self.backend
         if target is None or self.retention is None:
             return []
-        return await self.archive(target).apply_retention(self.retention)
+        protected = set(referenced_paths(keep_referenced_by))
+        return await self.archive(target).apply_retention(self.retention, protected=protected)
 
     # -- eviction ------------------------------------------------------------------------------------------------
 
@@ -156,9 +222,17 @@ class EvictionProcessor(AbstractCapability[Any]):
             logger.exception("eviction event callback failed")
 
     async def evict_text(
-        self, backend: BackendProtocol, text: str, *, tool_name: str, tool_call_id: str, policy: EvictionPolicy
+        self,
+        backend: BackendProtocol,
+        text: str,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        policy: EvictionPolicy,
+        referenced: Sequence[ModelMessage] = (),
     ) -> tuple[str, dict[str, Any]] | None:
-        """Save `text` and return (replacement text, metadata), or `None` when saving failed."""
+        """Save `text` and return (replacement text, metadata), or `None` when saving failed. Retention then runs,
+        sparing the new file and every file a preview in `referenced` (the live history) points to."""
         kind = detect_kind(text) if policy.preview == "auto" else policy.preview
         text = _pageable(text, kind)
         tokens = estimate_text_tokens(text)
@@ -172,11 +246,12 @@ class EvictionProcessor(AbstractCapability[Any]):
             return None
         await self._emit(OutputEvicted(tool_name, tool_call_id, path, tokens, kind, deduplicated))
         if self.retention is not None and not deduplicated:
-            removed = await self.archive(backend).apply_retention(self.retention)
+            protected = {path, *referenced_paths(referenced)}
+            removed = await self.archive(backend).apply_retention(self.retention, protected=protected)
             if removed:
                 logger.info("eviction retention removed %d old files", len(removed))
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # as read_file numbers them
-        preview = make_preview(text, kind, max_chars=self.preview_chars)
+        preview = make_preview(_printable(text), kind, max_chars=self.preview_chars)
         note = (
             f"\n\n[The full output ({tokens:,} tokens, {lines:,} line{'' if lines == 1 else 's'}) was saved to {path}. "
             f'Read it with read_file(path="{path}", offset=0, limit=200) and page on with a larger offset.]'
@@ -211,7 +286,12 @@ class EvictionProcessor(AbstractCapability[Any]):
             )
             return unchanged
         evicted = await self.evict_text(
-            backend, text, tool_name=call.tool_name, tool_call_id=call.tool_call_id, policy=policy
+            backend,
+            text,
+            tool_name=call.tool_name,
+            tool_call_id=call.tool_call_id,
+            policy=policy,
+            referenced=ctx.messages,
         )
         if evicted is None:  # kept whole, and marked so later requests don't try again
             failed = {**base_metadata, EVICTION_METADATA_KEY: {"state": "failed"}}
@@ -265,25 +345,22 @@ class EvictionProcessor(AbstractCapability[Any]):
         self, messages: list[ModelMessage], state: _RunState, ctx: RunContext[Any] | None
     ) -> list[ModelMessage]:
         backend = self._backend(ctx)
-        start = (
-            state.scanned
-            if state.scanned and len(messages) >= state.scanned and messages[state.scanned - 1] is state.scanned_last
-            else 0
-        )
-        if start == 0:
-            state.pending.clear()
+        change = state.cursor.peek(messages)
+        if change.kind == "replaced":  # a compaction or another history: what stood from `start` on is gone
+            state.pending = {k: i for k, i in state.pending.items() if i < change.start}
+        to_visit = [*change.edited, *range(change.start, len(messages))]
         replacements: dict[tuple[int, int], ToolReturnPart] = {}
-        for i in range(start, len(messages)):
+        for i in to_visit:
             message = messages[i]
             if not isinstance(message, ModelRequest):
                 continue
             for j, part in enumerate(message.parts):
                 if isinstance(part, ToolReturnPart) and (found := self._candidate(i, part, state, backend)):
-                    await self._visit(i, j, part, *found, replacements)
+                    await self._visit(i, j, part, *found, replacements, messages)
         for call_id, i in list(state.pending.items()):
             await self._maybe_archive(messages, call_id, i, state, backend, replacements)
-        state.scanned, state.scanned_last = len(messages), (messages[-1] if messages else None)
         if not replacements:
+            state.cursor.commit(messages, change)
             return messages
         result = list(messages)
         for i in sorted({i for i, _ in replacements}):
@@ -291,7 +368,7 @@ class EvictionProcessor(AbstractCapability[Any]):
             assert isinstance(request, ModelRequest)
             parts = [replacements.get((i, j), p) for j, p in enumerate(request.parts)]
             result[i] = replace(request, parts=parts)
-        state.scanned_last = result[-1]
+        state.cursor.advance(result)
         return result
 
     def _candidate(
@@ -322,11 +399,17 @@ class EvictionProcessor(AbstractCapability[Any]):
         policy: EvictionPolicy,
         backend: BackendProtocol,
         replacements: dict[tuple[int, int], ToolReturnPart],
+        messages: Sequence[ModelMessage],
     ) -> None:
         if policy.mode == "agent":
             policy = replace(policy, mode="evict")  # a loaded history had its turn: archive now
         evicted = await self.evict_text(
-            backend, text, tool_name=part.tool_name, tool_call_id=part.tool_call_id, policy=policy
+            backend,
+            text,
+            tool_name=part.tool_name,
+            tool_call_id=part.tool_call_id,
+            policy=policy,
+            referenced=messages,
         )
         if evicted is None:  # kept whole, and marked so later requests don't try again
             failed = {**_metadata(part.metadata), EVICTION_METADATA_KEY: {"state": "failed"}}
@@ -365,7 +448,9 @@ class EvictionProcessor(AbstractCapability[Any]):
         if not asked and turns < policy.archive_after_turns:
             return
         text = str(part.content).rsplit("\n\n[This output is large", 1)[0]
-        evicted = await self.evict_text(backend, text, tool_name=part.tool_name, tool_call_id=call_id, policy=policy)
+        evicted = await self.evict_text(
+            backend, text, tool_name=part.tool_name, tool_call_id=call_id, policy=policy, referenced=messages
+        )
         if evicted is None:
             return
         metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: {**evicted[1], "mode": "agent"}}

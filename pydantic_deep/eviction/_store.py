@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,21 @@ from ._policy import EvictionPolicy, RetentionPolicy
 __all__ = ["EvictionArchive"]
 
 _INDEX_NAME = ".index.json"
+
+
+_DIGEST_CHARS = 16
+
+
+def _with_digest(name: str, digest: str) -> str:
+    """`name` with the content hash in it (before the extension) unless the naming pattern already put it there:
+    two different outputs never share a name, whatever the call ids, sessions or clocks."""
+    short = digest[:_DIGEST_CHARS]
+    if short in name:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or not stem:
+        return f"{name}_{short}"
+    return f"{stem}_{short}.{suffix}"
 
 
 @dataclass
@@ -58,24 +74,19 @@ class EvictionArchive:
         existing = index.get(digest)
         if existing is not None and await self.backend.exists(existing):
             return existing, True
-        name = policy.file_name(tool_call_id=tool_call_id, tool_name=tool_name, kind=kind, digest=digest)
-        path = await self._free_path(self.directory + name)
+        name = _with_digest(
+            policy.file_name(tool_call_id=tool_call_id, tool_name=tool_name, kind=kind, digest=digest), digest
+        )
+        path = self.directory + name
+        if await self.backend.exists(path):
+            # The name holds the content hash: a file by that name holds these very bytes (written by a parallel
+            # call or another session sharing the backend), so it is shared, never overwritten by other bytes.
+            index[digest] = path
+            return path, True
         await self.backend.write(path, text)
         index[digest] = path
         await self._save_index()
         return path, False
-
-    async def _free_path(self, path: str) -> str:
-        if not await self.backend.exists(path):
-            return path
-        stem, dot, suffix = path.rpartition(".")
-        if not dot or "/" in suffix:
-            stem, suffix = path, ""
-        for n in range(2, 10_000):
-            candidate = f"{stem}_{n}.{suffix}" if suffix else f"{stem}_{n}"
-            if not await self.backend.exists(candidate):
-                return candidate
-        raise RuntimeError(f"no free file name for {path}")
 
     async def files(self) -> list[FileInfo]:
         """The archived files, oldest first (the index file excluded)."""
@@ -86,19 +97,25 @@ class EvictionArchive:
         files = [e for e in entries if not e.is_dir and not e.path.endswith("/" + _INDEX_NAME)]
         return sorted(files, key=lambda e: (e.modified, e.path))
 
-    async def apply_retention(self, retention: RetentionPolicy, *, now: float | None = None) -> list[str]:
-        """Delete the oldest files until the policy holds; returns exactly the paths deleted."""
+    async def apply_retention(
+        self, retention: RetentionPolicy, *, now: float | None = None, protected: Collection[str] = ()
+    ) -> list[str]:
+        """Delete the oldest files until the policy holds; returns exactly the paths deleted. A `protected` file
+        (one a preview in a live history points to) is never deleted, even if the limits stay exceeded."""
         files = await self.files()
         now = time.time() if now is None else now
         doomed: list[FileInfo] = []
         if retention.max_age_s is not None:
-            doomed = [f for f in files if now - f.modified > retention.max_age_s]
+            doomed = [f for f in files if now - f.modified > retention.max_age_s and f.path not in protected]
         kept = [f for f in files if f not in doomed]
-        while kept and (
+        deletable = [f for f in kept if f.path not in protected]  # oldest first
+        while deletable and (
             (retention.max_files is not None and len(kept) > retention.max_files)
             or (retention.max_bytes is not None and sum(f.size for f in kept) > retention.max_bytes)
         ):
-            doomed.append(kept.pop(0))
+            victim = deletable.pop(0)
+            kept.remove(victim)
+            doomed.append(victim)
         return await self.delete([f.path for f in doomed])
 
     async def delete(self, paths: list[str]) -> list[str]:

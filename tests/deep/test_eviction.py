@@ -174,7 +174,7 @@ async def test_mcp_policy_names_files_by_kind_and_time() -> None:
         backend, big_json(), tool_name="mcp__browser__snapshot", tool_call_id="c", policy=policy
     )
     assert evicted is not None
-    assert re.fullmatch(r"/large_tool_results/mcp_json_\d{8}_\d{6}\.json", evicted[1]["path"])
+    assert re.fullmatch(r"/large_tool_results/mcp_json_\d{8}_\d{6}_[0-9a-f]{16}\.json", evicted[1]["path"])
     assert processor.policy_for("grep") == EvictionPolicy()
 
 
@@ -186,12 +186,12 @@ async def test_retention_removes_exactly_what_it_reports() -> None:
             backend, f"output {i}\n" * 200, tool_name="t", tool_call_id=f"c{i}", policy=EvictionPolicy()
         )
     remaining = sorted(f.path for f in await backend.ls("/large_tool_results") if not f.path.endswith(".index.json"))
-    assert remaining == ["/large_tool_results/c3", "/large_tool_results/c4", "/large_tool_results/c5"]
+    assert [p.rsplit("_", 1)[0] for p in remaining] == [f"/large_tool_results/c{i}" for i in (3, 4, 5)]
     processor.retention = RetentionPolicy(max_files=1)
     before = set(remaining)
     removed = await processor.cleanup()
     after = {f.path for f in await backend.ls("/large_tool_results") if not f.path.endswith(".index.json")}
-    assert set(removed) == before - after and after == {"/large_tool_results/c5"}
+    assert set(removed) == before - after and after == {remaining[-1]}
 
 
 async def test_history_processor_form_evicts_a_loaded_history() -> None:
@@ -205,8 +205,10 @@ async def test_history_processor_form_evicts_a_loaded_history() -> None:
     out = await processor(history)
     assert out is not history and validate_history(out) == []
     part = out[2].parts[0]
-    assert isinstance(part, ToolReturnPart) and "saved to /large_tool_results/c1" in str(part.content)
-    assert await backend.read("/large_tool_results/c1") == big_csv()
+    path = part.metadata[EVICTION_METADATA_KEY]["path"]  # type: ignore[index]
+    assert isinstance(part, ToolReturnPart) and re.fullmatch(r"/large_tool_results/c1_[0-9a-f]{16}", path)
+    assert f"saved to {path}" in str(part.content)
+    assert await backend.read(path) == big_csv()
     assert await processor(out) is out  # nothing left to evict: the same list
 
 
