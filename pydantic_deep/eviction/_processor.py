@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-import pydantic_core
 from pydantic_ai import RunContext, ToolReturn
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
-    BinaryContent,
-    FileUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -29,6 +25,7 @@ from summarization_pydantic_ai import HistoryCursor
 from summarization_pydantic_ai._tokens import estimate_text_tokens
 
 from ..backends import BackendProtocol, normalize_path
+from ._content import as_text, pageable, printable, referenced_paths
 from ._policy import (
     EVICTION_METADATA_KEY,
     EvictionFailed,
@@ -47,82 +44,6 @@ logger = logging.getLogger("pydantic_deep")
 EventCallback = Callable[[OutputEvicted | OutputArchived | EvictionFailed], Any]
 
 
-_MEDIA = (BinaryContent, FileUrl)
-"""Images, audio, video and documents (inline or by URL): the model reads them as they are, never as text."""
-
-
-def _has_media(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, _MEDIA):
-        return True
-    if depth > 4:
-        return False
-    if isinstance(value, list | tuple):
-        return any(_has_media(v, depth + 1) for v in cast("Sequence[Any]", value))
-    if isinstance(value, dict):
-        return any(_has_media(v, depth + 1) for v in cast("dict[Any, Any]", value).values())
-    return False
-
-
-def _as_text(value: Any) -> str | None:
-    """The text an output is saved as: strings as they are, raw bytes with every byte kept (undecodable ones as
-    surrogate escapes, which a disk backend writes back as the same bytes), data as indented JSON (pageable by
-    lines). Multimodal content is never turned into text: the model gets it as it is."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "surrogateescape")
-    if _has_media(value):
-        return None
-    try:
-        return json.dumps(pydantic_core.to_jsonable_python(value), indent=1, ensure_ascii=False)
-    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
-        return None  # multimodal or opaque objects are left alone
-
-
-_PAGEABLE_LINE = 2_000
-
-
-def _printable(text: str) -> str:
-    """`text` for a preview: undecodable bytes (surrogate escapes) shown as U+FFFD, or, when most of it is binary,
-    a hex dump of its first bytes (a history must never hold a lone surrogate: it cannot be serialized)."""
-    if text.isascii() or not any("\udc80" <= c <= "\udcff" for c in text):
-        return text
-    raw = text.encode("utf-8", "surrogateescape")
-    decoded = raw.decode("utf-8", "replace")
-    if decoded.count("\ufffd") * 10 <= len(decoded):
-        return decoded
-    head = raw[:512]
-    rows = (head[k : k + 16].hex(" ") for k in range(0, len(head), 16))
-    return f"[binary data, {len(raw):,} bytes; the first {len(head)} in hex:]\n" + "\n".join(rows)
-
-
-def referenced_paths(messages: Sequence[ModelMessage]) -> list[str]:
-    """The evicted files that previews in `messages` point to."""
-    paths: list[str] = []
-    for message in messages:
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            metadata: Any = part.metadata if isinstance(part, ToolReturnPart) else None
-            info: Any = (
-                cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
-            )
-            path: Any = cast(dict[str, Any], info).get("path") if isinstance(info, dict) else None
-            if isinstance(path, str):
-                paths.append(path)
-    return paths
-
-
-def _pageable(text: str, kind: str) -> str:
-    """JSON on one long line is saved indented, so `read_file` can page through it line by line."""
-    if kind != "json" or max(map(len, text.splitlines() or [""])) <= _PAGEABLE_LINE:
-        return text
-    try:
-        return json.dumps(json.loads(text), indent=1, ensure_ascii=False)
-    except ValueError:
-        return text
-
-
 def _metadata(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
 
@@ -137,6 +58,8 @@ class _RunState:
     """The history as it was after the previous request: only what changed since is examined."""
     pending: dict[str, int] = field(default_factory=dict[str, int])
     """Agent-mode outputs not archived yet: tool_call_id -> index of the request holding them."""
+    previews: dict[str, list[tuple[int, int]]] = field(default_factory=dict[str, list[tuple[int, int]]])
+    """Where the history's previews are: evicted file path -> (request index, part index) of each."""
 
 
 @dataclass
@@ -234,7 +157,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         """Save `text` and return (replacement text, metadata), or `None` when saving failed. Retention then runs,
         sparing the new file and every file a preview in `referenced` (the live history) points to."""
         kind = detect_kind(text) if policy.preview == "auto" else policy.preview
-        text = _pageable(text, kind)
+        text = pageable(text, kind)
         tokens = estimate_text_tokens(text)
         try:
             path, deduplicated = await self.archive(backend).save(
@@ -251,7 +174,7 @@ class EvictionProcessor(AbstractCapability[Any]):
             if removed:
                 logger.info("eviction retention removed %d old files", len(removed))
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # as read_file numbers them
-        preview = make_preview(_printable(text), kind, max_chars=self.preview_chars)
+        preview = make_preview(printable(text), kind, max_chars=self.preview_chars)
         note = (
             f"\n\n[The full output ({tokens:,} tokens, {lines:,} line{'' if lines == 1 else 's'}) was saved to {path}. "
             f'Read it with read_file(path="{path}", offset=0, limit=200) and page on with a larger offset.]'
@@ -264,7 +187,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     ) -> Any:
         unchanged: Any = result
         value = result.return_value if isinstance(result, ToolReturn) else result
-        text = _as_text(value)
+        text = as_text(value)
         policy = self.policy_for(call.tool_name)
         if text is None or estimate_text_tokens(text) <= self._limit(policy):
             return unchanged
@@ -346,8 +269,12 @@ class EvictionProcessor(AbstractCapability[Any]):
     ) -> list[ModelMessage]:
         backend = self._backend(ctx)
         change = state.cursor.peek(messages)
-        if change.kind == "replaced":  # a compaction or another history: what stood from `start` on is gone
-            state.pending = {k: i for k, i in state.pending.items() if i < change.start}
+        if not change.is_append_only:  # a compaction, an edit or another history: re-find what moved
+            first = min((change.start, *change.edited))
+            state.pending = {k: i for k, i in state.pending.items() if i < first}
+            state.previews = {
+                path: kept for path, at in state.previews.items() if (kept := [(i, j) for i, j in at if i < first])
+            }
         to_visit = [*change.edited, *range(change.start, len(messages))]
         replacements: dict[tuple[int, int], ToolReturnPart] = {}
         for i in to_visit:
@@ -355,10 +282,12 @@ class EvictionProcessor(AbstractCapability[Any]):
             if not isinstance(message, ModelRequest):
                 continue
             for j, part in enumerate(message.parts):
-                if isinstance(part, ToolReturnPart) and (found := self._candidate(i, part, state, backend)):
+                if isinstance(part, ToolReturnPart) and (found := self._candidate(i, j, part, state, backend)):
                     await self._visit(i, j, part, *found, replacements, messages)
         for call_id, i in list(state.pending.items()):
             await self._maybe_archive(messages, call_id, i, state, backend, replacements)
+        if backend is not None:
+            self._mark_removed(messages, state, self.archive(backend).removed, replacements)
         if not replacements:
             state.cursor.commit(messages, change)
             return messages
@@ -372,19 +301,22 @@ class EvictionProcessor(AbstractCapability[Any]):
         return result
 
     def _candidate(
-        self, i: int, part: ToolReturnPart, state: _RunState, backend: BackendProtocol | None
+        self, i: int, j: int, part: ToolReturnPart, state: _RunState, backend: BackendProtocol | None
     ) -> tuple[str, EvictionPolicy, BackendProtocol] | None:
         """The text and policy of an output to evict now; notes agent-mode outputs still pending. Sync and cheap:
         a scan calls it for every tool output, most of which need nothing."""
         metadata: Any = part.metadata
         info: Any = cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
         if isinstance(info, dict):
-            if cast(dict[str, Any], info).get("state") == "pending":
+            found = cast(dict[str, Any], info)
+            if found.get("state") == "pending":
                 state.pending[part.tool_call_id] = i
+            elif found.get("state") == "archived" and isinstance(path := found.get("path"), str):
+                state.previews.setdefault(path, []).append((i, j))
             return None
         if backend is None:
             return None
-        text = _as_text(part.content)
+        text = as_text(part.content)
         policy = self.policy_for(part.tool_name)
         if text is None or estimate_text_tokens(text) <= self._limit(policy):
             return None
@@ -417,6 +349,30 @@ class EvictionProcessor(AbstractCapability[Any]):
         else:
             metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: evicted[1]}
             replacements[(i, j)] = replace(part, content=evicted[0], metadata=metadata)
+
+    @staticmethod
+    def _mark_removed(
+        messages: Sequence[ModelMessage],
+        state: _RunState,
+        removed: set[str],
+        replacements: dict[tuple[int, int], ToolReturnPart],
+    ) -> None:
+        """Previews whose file retention deleted (in this or another session on the backend) say so, instead of
+        sending the model to a path that no longer exists."""
+        if not removed or not state.previews:
+            return
+        for path in removed & state.previews.keys():
+            for i, j in state.previews.pop(path):
+                part = messages[i].parts[j]
+                if (i, j) in replacements or not isinstance(part, ToolReturnPart):
+                    continue
+                info = {**_metadata(_metadata(part.metadata).get(EVICTION_METADATA_KEY)), "state": "removed"}
+                note = (
+                    f"[This output was evicted to {path}, and that file was later removed by the eviction retention "
+                    "policy: it can no longer be read. Run the tool again if you need it.]"
+                )
+                metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: info}
+                replacements[(i, j)] = replace(part, content=note, metadata=metadata)
 
     async def _maybe_archive(
         self,

@@ -41,6 +41,8 @@ class EvictionArchive:
 
     backend: BackendProtocol
     directory: str = "/large_tool_results/"
+    removed: set[str] = field(default_factory=set[str], init=False, repr=False)
+    """Every file this archive deleted (retention, cleanup): previews that point to one are rewritten to say so."""
     _index: dict[str, str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -84,6 +86,7 @@ class EvictionArchive:
             index[digest] = path
             return path, True
         await self.backend.write(path, text)
+        self.removed.discard(path)
         index[digest] = path
         await self._save_index()
         return path, False
@@ -127,6 +130,7 @@ class EvictionArchive:
             except FileNotFoundError:
                 continue
             removed.append(path)
+        self.removed.update(removed)
         if removed:
             index = await self._load_index()
             gone = set(removed)
