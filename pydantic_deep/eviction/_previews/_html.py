@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 import re
 
-from ._preview_common import clip
-from ._preview_tree import INTERACTIVE, INTERACTIVE_ROLES, LANDMARK, LANDMARK_ROLES, Node, Tree, is_heading, words
+from ._common import clip
+from ._tree import INTERACTIVE, INTERACTIVE_ROLES, LANDMARK, LANDMARK_ROLES, Node, Tree, is_heading, words
 
 __all__ = ["looks_like_html", "parse_html"]
 

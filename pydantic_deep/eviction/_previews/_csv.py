@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._preview_common import MAX_LINE_CHARS, Section, assemble, clip, fmt_int, plural, wrap
+from ._common import MAX_LINE_CHARS, Section, assemble, clip, fmt_int, plural, wrap
 
 __all__ = ["CsvFormat", "csv_preview", "sniff_csv"]
 

@@ -41,12 +41,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ._preview_common import MAX_LINE_CHARS, Section, assemble, clip, fmt_int, head_lines, plural, split_lines
-from ._preview_csv import CsvFormat, csv_preview, sniff_csv
-from ._preview_json import JsonDoc, json_preview, parse_json
-from ._preview_jsonl import json_lines_preview
-from ._preview_log import is_log, log_preview, starts_like_log
-from ._preview_snapshot import SnapshotFlavor, detect_snapshot, is_ax_tree, snapshot_preview
+from ._common import MAX_LINE_CHARS, Section, assemble, clip, fmt_int, head_lines, plural, split_lines
+from ._csv import CsvFormat, csv_preview, sniff_csv
+from ._json import JsonDoc, json_preview, parse_json
+from ._jsonl import json_lines_preview
+from ._log import is_log, log_preview, starts_like_log
+from ._snapshot import SnapshotFlavor, detect_snapshot, is_ax_tree, snapshot_preview
 
 __all__ = ["PreviewKind", "detect_kind", "make_preview"]
 

@@ -1,6 +1,6 @@
 """JSON previews: the document's shape (type, top-level keys with their value types and share of the size,
 array lengths, the keys records share, nesting depth) and its first items, abbreviated. JSON lines (one
-document per line) are parsed here and previewed by `_preview_jsonl`.
+document per line) are parsed here and previewed by `_jsonl`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ._preview_common import ELLIPSIS, Section, assemble, clip, fmt_int, plural, split_lines, wrap
+from ._common import ELLIPSIS, Section, assemble, clip, fmt_int, plural, split_lines, wrap
 
 __all__ = ["JsonDoc", "abbreviate", "collection_sections", "json_preview", "parse_json", "type_name"]
 

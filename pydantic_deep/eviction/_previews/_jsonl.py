@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._preview_common import Section, assemble, fmt_int, number_lines, plural
-from ._preview_json import JsonDoc, abbreviate, collection_sections
+from ._common import Section, assemble, fmt_int, number_lines, plural
+from ._json import JsonDoc, abbreviate, collection_sections
 
 __all__ = ["json_lines_preview"]
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._preview_common import Section, assemble, clip, fmt_int, plural
+from ._common import Section, assemble, clip, fmt_int, plural
 
 __all__ = [
     "INTERACTIVE",

@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
-from ._preview_common import clip
-from ._preview_html import looks_like_html, parse_html
-from ._preview_tree import INTERACTIVE_ROLES, LANDMARK_ROLES, Node, Tree, quoted, role_kind, tree_preview, words
+from ._common import clip
+from ._html import looks_like_html, parse_html
+from ._tree import INTERACTIVE_ROLES, LANDMARK_ROLES, Node, Tree, quoted, role_kind, tree_preview, words
 
 __all__ = ["INTERACTIVE_ROLES", "LANDMARK_ROLES", "SnapshotFlavor", "detect_snapshot", "is_ax_tree", "snapshot_preview"]
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._preview_common import Section, assemble, fmt_int, number_lines, plural
+from ._common import Section, assemble, fmt_int, number_lines, plural
 
 __all__ = ["is_log", "log_preview", "starts_like_log"]
 
