@@ -33,7 +33,7 @@ __all__ = [
     "grep_path_matches",
 ]
 
-GREP_LINE_TIMEOUT = 1.0
+GREP_LINE_TIMEOUT = 0.5
 """Seconds one line may take to match."""
 GREP_SLOW_AFTER = 0.5
 """Seconds of matching after which a pattern slower than `GREP_MIN_RATE` is stopped."""
