@@ -21,14 +21,14 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY
 
-__all__ = ["HEADER", "FOOTER", "Damage", "Record", "Scan", "encode", "scan", "scan_line"]
+__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "encode", "scan", "scan_line"]
 
 HEADER = b"[\n"
 FOOTER = b"\n]\n"
@@ -74,18 +74,19 @@ class Scan:
     """The file starts with our `[` line."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def _escape(value: Any) -> Any:
     """Strings with lone surrogates (e.g. non-UTF-8 file names) made JSON-safe: `\\xff` for a byte that was not
     UTF-8 (how Python shows such a name), `\\udcxx` for any other lone surrogate."""
     if isinstance(value, str):
-        try:
-            value.encode()
-            return value
-        except UnicodeEncodeError:
-            try:
-                return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            except UnicodeEncodeError:
-                return value.encode("utf-8", "backslashreplace").decode()
+        return _SURROGATE.sub(_escaped, value)
     if isinstance(value, dict):
         return {k: _escape(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
     if isinstance(value, list):
@@ -107,21 +108,25 @@ def encode(message: ModelMessage) -> tuple[bytes, int]:
 
 def record_info(obj: Any) -> tuple[str, dict[str, Any] | None] | None:
     """(message id, summary provenance) of a parsed record, or None if it is not a message record with an id."""
-    if not isinstance(obj, dict) or obj.get("kind") not in ("request", "response"):  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(obj, dict):
         return None
-    metadata: Any = obj.get("metadata") or {}  # pyright: ignore[reportUnknownMemberType]
-    message_id = metadata.get(MESSAGE_ID_KEY) if isinstance(metadata, dict) else None  # pyright: ignore[reportUnknownMemberType]
-    parts: Any = obj.get("parts")  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(message_id, str) or not isinstance(parts, list):
+    record = cast(dict[str, Any], obj)
+    metadata: Any = record.get("metadata") or {}
+    message_id: Any = cast(dict[str, Any], metadata).get(MESSAGE_ID_KEY) if isinstance(metadata, dict) else None
+    parts: Any = record.get("parts")
+    if record.get("kind") not in ("request", "response") or not isinstance(message_id, str):
+        return None
+    if not isinstance(parts, list):
         return None
     summary: dict[str, Any] | None = None
-    for part in parts:  # pyright: ignore[reportUnknownVariableType]
+    for part in cast(list[Any], parts):
         if not isinstance(part, dict):
             return None
-        part_metadata: Any = part.get("metadata")  # pyright: ignore[reportUnknownMemberType]
-        if part.get("part_kind") == "compaction" and isinstance(part_metadata, dict):  # pyright: ignore[reportUnknownMemberType]
-            info: Any = part_metadata.get(SUMMARY_METADATA_KEY)  # pyright: ignore[reportUnknownMemberType]
-            summary = _clean_summary(info) if isinstance(info, dict) else summary
+        part_dict = cast(dict[str, Any], part)
+        part_metadata: Any = part_dict.get("metadata")
+        if part_dict.get("part_kind") == "compaction" and isinstance(part_metadata, dict):
+            info: Any = cast(dict[str, Any], part_metadata).get(SUMMARY_METADATA_KEY)
+            summary = _clean_summary(cast(dict[str, Any], info)) if isinstance(info, dict) else summary
     return message_id, summary
 
 

@@ -192,7 +192,7 @@ class JsonHistoryStore:
             if repair:
                 return self._import_foreign(data)
             raise HistoryStoreError(f"{self._path} is not a messages.json written by this library")
-        if repair and not result.clean and _is_json_array(data):
+        if repair and not result.clean and not (result.header and result.records) and _is_json_array(data):
             return self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
         kept: Path | None = None
         if repair and not result.clean:

@@ -31,9 +31,7 @@ def working_records(records: Sequence[Record], positions: Mapping[str, int]) -> 
     return [*head, records[latest], *tail, *later]
 
 
-def _covered(
-    info: dict[str, Any], records: Sequence[Record], positions: Mapping[str, int], seen: set[str]
-) -> set[str]:
+def _covered(info: dict[str, Any], records: Sequence[Record], positions: Mapping[str, int], seen: set[str]) -> set[str]:
     covered: set[str] = set(info.get("covers", []))
     for summary_id in info.get("replaces_summaries", []):
         position = positions.get(summary_id)
