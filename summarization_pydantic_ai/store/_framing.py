@@ -28,13 +28,13 @@ from pydantic_core import PydanticSerializationError
 
 from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY
 
-__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "encode", "scan", "scan_line"]
+__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "encode", "reframed", "scan", "scan_line"]
 
 HEADER = b"[\n"
 FOOTER = b"\n]\n"
 _CRC_KEY = b',"crc32":"'
 _SUFFIX_LEN = len(_CRC_KEY) + 8 + 2  # ,"crc32":"xxxxxxxx"}
-_TERMINATOR = re.compile(rb',"crc32":"([0-9a-f]{8})"\}')
+_TERMINATOR = re.compile(rb',"([^"\\]{5})":"([0-9a-f]{8})"\}')  # a damaged key name still ends a record
 _RECORD_START = b'{"parts":'
 _HEX = frozenset(b"0123456789abcdef")
 _DECODER = json.JSONDecoder()
@@ -106,6 +106,14 @@ def encode(message: ModelMessage) -> tuple[bytes, int]:
     return body + b'%s%08x"}' % (_CRC_KEY, crc), crc
 
 
+def reframed(raw: bytes) -> bytes:
+    """A valid record's bytes with its checksum key name restored (a corrupt byte may have hit it)."""
+    suffix = raw[-_SUFFIX_LEN:]
+    if len(suffix) == _SUFFIX_LEN and _TERMINATOR.fullmatch(suffix) and not suffix.startswith(_CRC_KEY):
+        return raw[:-_SUFFIX_LEN] + _CRC_KEY + raw[-10:]
+    return raw
+
+
 def record_info(obj: Any) -> tuple[str, dict[str, Any] | None] | None:
     """(message id, summary provenance) of a parsed record, or None if it is not a message record with an id."""
     if not isinstance(obj, dict):
@@ -140,17 +148,19 @@ def _clean_summary(info: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def _record_at(line: bytes, position: int) -> tuple[int, int, Any] | None:
-    """(end, crc, parsed object) of a valid record starting at `position` of `line`, or None."""
-    if line.startswith(_RECORD_START, position) or line.startswith(b"{", position):
+def _record_at(line: bytes, position: int) -> tuple[int, int, Any, int] | None:
+    """(end, crc, parsed object, start of a damaged checksum key or -1) of a valid record starting at
+    `position` of `line`, or None."""
+    if line.startswith(b"{", position):
         for match in _TERMINATOR.finditer(line, position):
             body = line[position : match.start()]
             crc = zlib.crc32(body)
-            if b"%08x" % crc == match.group(1):
+            if b"%08x" % crc == match.group(2):
                 try:
-                    return match.end(), crc, json.loads(line[position : match.end()])
+                    obj = json.loads(line[position : match.end()])
                 except ValueError:
                     return None
+                return match.end(), crc, obj, (-1 if match.group(1) == b"crc32" else match.start(1))
         text = line[position:].decode("utf-8", "surrogateescape")
         try:  # format 1: a record without checksum, accepted when it parses
             obj, length = _DECODER.raw_decode(text, 0)
@@ -159,7 +169,7 @@ def _record_at(line: bytes, position: int) -> tuple[int, int, Any] | None:
         end = position + len(text[:length].encode("utf-8", "surrogateescape"))
         if b'"crc32":"' in line[position:end]:
             return None  # a checksummed record whose checksum does not hold
-        return end, zlib.crc32(line[position : end - 1]), obj
+        return end, zlib.crc32(line[position : end - 1]), obj, -1
     return None
 
 
@@ -186,6 +196,8 @@ def scan_line(line: bytes, base: int) -> Iterator[Record | Damage]:
         if found is not None and info is not None:
             end = found[0]
             yield Record(base + position, end - position, info[0], info[1], found[1])
+            if found[3] >= 0:  # the record is intact, its checksum's key name is not: repair the framing
+                yield Damage(base + found[3], base + found[3] + 5, 0)
             position = end + 1 if line.startswith(b",", end) else end
             continue
         start = position

@@ -33,7 +33,7 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id
-from ._framing import FOOTER, HEADER, Record, encode, record_info, scan
+from ._framing import FOOTER, HEADER, Record, encode, record_info, reframed, scan
 from ._protocol import HistoryPage, HistoryStoreError, HistoryStoreLockedError, ensure_message_id
 from ._report import StoreReport, report_of, warn
 from ._working import working_records
@@ -198,7 +198,7 @@ class JsonHistoryStore:
         if repair and not result.clean:
             kept = self._path.with_name(f"{self._path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}")
             kept.write_bytes(data)
-            body = b",\n".join(data[r.offset : r.offset + r.length] for r in result.records)
+            body = b",\n".join(reframed(data[r.offset : r.offset + r.length]) for r in result.records)
             self._write_atomically(HEADER + body + (FOOTER if result.records else FOOTER[1:]))
             self.recovered_from = kept
             report = report_of(self._path, result, kept)

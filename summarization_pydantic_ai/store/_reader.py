@@ -44,7 +44,8 @@ class RecordBatch:
 def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     """The records written to the history file at `path` after byte `start` (0: all of them).
 
-    A record still being written (an append in progress, or a torn tail) is not returned: `next_offset` stops
+    A record still being written (an append in progress, or a torn tail: its checksum does not hold yet) is not
+    returned: `next_offset` stops
     before it. A damaged record (its checksum does not hold) is skipped; the records after it are returned. A
     record with the id of an earlier one is a newer version of that message (an edit). A missing file reads as
     empty. Sync: call it from a worker thread.
@@ -58,7 +59,8 @@ def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     except FileNotFoundError:
         return RecordBatch()
     first_id = _first_id(first_line)
-    complete = data[: data.rfind(b"\n") + 1]  # an incomplete line is an append in progress: read it next time
+    # A record is complete when its checksum holds (an append in progress fails it: read it next time).
+    complete = data
     result = scan(complete, start)
     end = start if start else (len(HEADER) if result.header else 0)
     records: list[StoredRecord] = []
