@@ -19,11 +19,9 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import threading
-import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +32,8 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id
 from ._framing import FOOTER, HEADER, Record, encode, record_info, reframed, scan
-from ._protocol import HistoryPage, HistoryStoreError, HistoryStoreLockedError, ensure_message_id
+from ._locking import acquire_lock, is_json_array, write_atomically
+from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
 from ._report import StoreReport, report_of, warn
 from ._working import working_records
 
@@ -115,7 +114,7 @@ class JsonHistoryStore:
             raise HistoryStoreError(f"{self._path} was closed")
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            handle = self._acquire_lock()
+            handle = acquire_lock(self._path, self.lock_timeout)
         except OSError as exc:
             raise HistoryStoreError(f"cannot open {self._path}: {exc}") from exc
         try:
@@ -146,45 +145,6 @@ class JsonHistoryStore:
         self._refresh(handle.read(), repair=False)
         return handle
 
-    def _acquire_lock(self) -> BinaryIO:
-        """The data file, opened for writing and exclusively `flock`ed; retried if the path was replaced or
-        deleted meanwhile, so the lock held is always on the file the path names."""
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
-            handle = os.fdopen(fd, "r+b")
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.close()
-                if time.monotonic() >= deadline:
-                    raise self._locked_error() from None
-                time.sleep(0.02)
-                continue
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self._path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                with contextlib.suppress(OSError):
-                    self._path.with_name(self._path.name + ".lock").write_text(str(os.getpid()))
-                return handle
-            handle.close()  # the path now names another file (replaced or deleted): lock that one
-
-    def _locked_error(self) -> HistoryStoreLockedError:
-        try:
-            owner = self._path.with_name(self._path.name + ".lock").read_text(errors="replace").strip() or "unknown"
-        except OSError:
-            owner = "unknown"
-        if owner == str(os.getpid()):
-            return HistoryStoreLockedError(
-                f"{self._path} is already open in this process; share it with JsonHistoryStore.open(path)"
-            )
-        return HistoryStoreLockedError(
-            f"{self._path} is being written by another process (pid {owner}); use one writer per session, or "
-            f"wait for it with JsonHistoryStore(path, lock_timeout=seconds)"
-        )
-
     def _refresh(self, data: bytes, *, repair: bool) -> StoreReport:
         """Index `data` (the whole file); with `repair`, rewrite a damaged file keeping every good record."""
         result = scan(data)
@@ -192,7 +152,7 @@ class JsonHistoryStore:
             if repair:
                 return self._import_foreign(data)
             raise HistoryStoreError(f"{self._path} is not a messages.json written by this library")
-        if repair and not result.clean and not (result.header and result.records) and _is_json_array(data):
+        if repair and not result.clean and not (result.header and result.records) and is_json_array(data):
             return self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
         kept: Path | None = None
         if repair and not result.clean:
@@ -229,20 +189,8 @@ class JsonHistoryStore:
         return handle.read()
 
     def _write_atomically(self, data: bytes) -> None:
-        """Replace the file by `data` (temporary file, fsync, rename), keeping the lock: the new file is locked
-        before it takes the path, and becomes this store's handle."""
-        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        handle = os.fdopen(fd, "r+b")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            handle.write(data)
-            handle.flush()
-            os.fsync(fd)
-            os.replace(temporary, self._path)
-        except BaseException:
-            handle.close()
-            raise
+        """Replace the file by `data`, keeping the lock (the new file, locked, becomes this store's handle)."""
+        handle = write_atomically(self._path, data)
         if self._file is not None:
             self._file.close()
         self._file = handle
@@ -450,10 +398,3 @@ class JsonHistoryStore:
                     with contextlib.suppress(OSError, ValueError):
                         os.close(handle.fileno())
                     raise HistoryStoreError(f"closing {self._path} failed: {exc}") from exc
-
-
-def _is_json_array(data: bytes) -> bool:
-    try:
-        return isinstance(json.loads(data), list)
-    except ValueError:
-        return False
