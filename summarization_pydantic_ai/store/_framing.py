@@ -28,7 +28,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY
 
-__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "encode", "reframed", "scan", "scan_line"]
+__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "clean_summary", "encode", "reframed", "scan", "scan_line"]
 
 HEADER = b"[\n"
 FOOTER = b"\n]\n"
@@ -134,11 +134,11 @@ def record_info(obj: Any) -> tuple[str, dict[str, Any] | None] | None:
         part_metadata: Any = part_dict.get("metadata")
         if part_dict.get("part_kind") == "compaction" and isinstance(part_metadata, dict):
             info: Any = cast(dict[str, Any], part_metadata).get(SUMMARY_METADATA_KEY)
-            summary = _clean_summary(cast(dict[str, Any], info)) if isinstance(info, dict) else summary
+            summary = clean_summary(cast(dict[str, Any], info)) if isinstance(info, dict) else summary
     return message_id, summary
 
 
-def _clean_summary(info: dict[str, Any]) -> dict[str, Any]:
+def clean_summary(info: dict[str, Any]) -> dict[str, Any]:
     """Provenance with the id lists the store follows kept only when they are lists of ids."""
     cleaned = dict(info)
     for key in ("covers", "replaces_summaries", "working_before", "working_after"):

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Sequence
@@ -30,8 +29,8 @@ from typing import BinaryIO
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._messages import get_message_id
-from ._framing import FOOTER, HEADER, Record, encode, record_info, reframed, scan
+from .._messages import get_message_id, summary_info
+from ._framing import FOOTER, HEADER, Record, clean_summary, encode, reframed, scan
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
 from ._report import StoreReport, report_of, warn
@@ -269,9 +268,9 @@ class JsonHistoryStore:
                 offsets.append(self._end + len(chunk))
                 chunk += raw
             self._write_tail(handle, bytes(chunk))
-            for (message_id, raw, crc, _), offset in zip(new, offsets, strict=True):
-                info = record_info(json.loads(raw))
-                self._index(Record(offset, len(raw), message_id, info[1] if info else None, crc))
+            for (message_id, raw, crc, message), offset in zip(new, offsets, strict=True):
+                info = summary_info(message)
+                self._index(Record(offset, len(raw), message_id, clean_summary(info) if info else None, crc))
             self._records_in_file += len(new)
             self._end = offsets[-1] + len(new[-1][1])
             return len(new)
