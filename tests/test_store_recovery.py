@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from test_store import dumped, make_messages
 
 from summarization_pydantic_ai import (
@@ -210,4 +217,14 @@ def test_lone_surrogates_from_non_utf8_names_do_not_end_the_run(tmp_path: Path) 
     assert store.append_sync([message]) == 0  # the escaped form is stable: no new version each time
     loaded = store.load_all_sync()[0].parts[0].content  # type: ignore[union-attr]
     assert loaded == "files: caf\\xe9.txt and \\ud800"  # escaped, the original bytes readable
+    store.close()
+
+
+def test_a_message_that_cannot_be_serialized_is_the_stores_error(tmp_path: Path) -> None:
+    store = JsonHistoryStore(tmp_path / "messages.json")
+    message = ModelResponse(parts=[ToolCallPart("tool", {"handle": object()})])
+    ensure_message_id(message)
+    with pytest.raises(HistoryStoreError, match="cannot be recorded"):
+        store.append_sync([message])
+    assert store.append_sync(make_messages(1)) == 1  # the store goes on
     store.close()

@@ -124,9 +124,13 @@ class JsonHistoryStore:
             self._file = handle
             self._refresh(handle.read(), repair=True)
             return self._file
-        except BaseException:
+        except BaseException as exc:
+            for opened in {handle, self._file}:
+                if opened is not None:
+                    opened.close()
             self._file = None
-            handle.close()
+            if isinstance(exc, OSError):
+                raise HistoryStoreError(f"cannot open {self._path}: {exc}") from exc
             raise
 
     def _open_read_only(self) -> BinaryIO:
@@ -251,7 +255,12 @@ class JsonHistoryStore:
                 message_id = get_message_id(message)
                 if message_id is None:
                     raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
-                raw, crc = encode(message)
+                try:
+                    raw, crc = encode(message)
+                except (ValueError, TypeError) as exc:
+                    raise HistoryStoreError(
+                        f"message {message_id!r} cannot be recorded in {self._path}: {str(exc)[:300]}"
+                    ) from exc
                 position = self._positions.get(message_id)
                 latest = batch.get(message_id, self._slots[position].crc if position is not None else None)
                 if latest == crc:

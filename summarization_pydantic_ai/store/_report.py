@@ -66,6 +66,15 @@ def report_of(path: Path, result: Scan, kept_copy: Path | None = None) -> StoreR
 
 
 def warn(report: StoreReport) -> None:
-    """Log damage as a warning naming the file and the byte offsets."""
-    if not report.ok:
-        logger.warning("damaged history file: %s", report.describe())
+    """Log damage as a warning naming the file and the byte offsets (once per file and finding: a reader that
+    re-reads a damaged file does not repeat it)."""
+    if report.ok:
+        _warned.pop(report.path, None)
+        return
+    described = report.describe()
+    if _warned.get(report.path) != described:
+        _warned[report.path] = described
+        logger.warning("damaged history file: %s", described)
+
+
+_warned: dict[Path, str] = {}
