@@ -228,3 +228,25 @@ def test_a_message_that_cannot_be_serialized_is_the_stores_error(tmp_path: Path)
         store.append_sync([message])
     assert store.append_sync(make_messages(1)) == 1  # the store goes on
     store.close()
+
+
+def test_a_repair_keeps_every_good_record_at_its_offset_for_readers_that_follow_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    _, data = _written(path, 12)
+    before = read_records(path)  # a follower (the search index) has read up to here
+    middle = before.records[6].offset
+    corrupt = bytearray(data)
+    corrupt[middle + 40] ^= 0x04
+    path.write_bytes(bytes(corrupt))
+    store = JsonHistoryStore(path)
+    assert len(store.load_all_sync()) == 11  # opening for writing repaired the file
+    after = read_records(path)
+    assert [(r.offset, r.message_id) for r in after.records] == [
+        (r.offset, r.message_id) for i, r in enumerate(before.records) if i != 6
+    ]
+    assert store.verify().ok
+    ModelMessagesTypeAdapter.validate_json(path.read_bytes())
+    new = make_messages(2, start=12)
+    store.append_sync(new)
+    assert [r.message_id for r in read_records(path, before.next_offset).records] == _ids(new)
+    store.close()

@@ -28,7 +28,19 @@ from pydantic_core import PydanticSerializationError
 
 from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY
 
-__all__ = ["FOOTER", "HEADER", "Damage", "Record", "Scan", "clean_summary", "encode", "reframed", "scan", "scan_line"]
+__all__ = [
+    "FOOTER",
+    "HEADER",
+    "Damage",
+    "Record",
+    "Scan",
+    "clean_summary",
+    "encode",
+    "reframed",
+    "repaired",
+    "scan",
+    "scan_line",
+]
 
 HEADER = b"[\n"
 FOOTER = b"\n]\n"
@@ -112,6 +124,26 @@ def reframed(raw: bytes) -> bytes:
     if len(suffix) == _SUFFIX_LEN and _TERMINATOR.fullmatch(suffix) and not suffix.startswith(_CRC_KEY):
         return raw[:-_SUFFIX_LEN] + _CRC_KEY + raw[-10:]
     return raw
+
+
+def repaired(data: bytes, records: list[Record]) -> bytes | None:
+    """`data` with every byte that is not in a good record blanked (the framing put back, damaged bytes turned
+    into spaces, a torn tail cut), so each good record keeps its offset; None if the records lie too close for
+    that (then the caller writes them out compactly)."""
+    if not records:
+        return HEADER + FOOTER[1:]
+    first = records[0].offset
+    if first < len(HEADER):
+        return None
+    out = bytearray(b"[" + b" " * (first - len(HEADER)) + b"\n")
+    for record, following in zip(records, [*records[1:], None], strict=True):
+        out += reframed(data[record.offset : record.offset + record.length])
+        if following is not None:
+            gap = following.offset - (record.offset + record.length)
+            if gap < len(b",\n"):
+                return None
+            out += b"," + b" " * (gap - 2) + b"\n"
+    return bytes(out + FOOTER)
 
 
 def record_info(obj: Any) -> tuple[str, dict[str, Any] | None] | None:
@@ -222,8 +254,9 @@ def scan(data: bytes, start: int = 0) -> Scan:
     position = 0
     size = len(data)
     if start == 0:
-        if data.startswith(HEADER):
-            position = len(HEADER)
+        first_newline = data.find(b"\n")
+        if first_newline >= 0 and data[:first_newline].rstrip(b" ") == b"[":
+            position = first_newline + 1  # our header line (a repair may have blanked a first record after it)
         else:
             result.header = False
             result.clean = False
@@ -233,7 +266,7 @@ def scan(data: bytes, start: int = 0) -> Scan:
         newline = data.find(b"\n", position)
         complete = newline >= 0
         line_end = newline if complete else size
-        line = data[position:line_end]
+        line = data[position:line_end].rstrip(b" ")  # a repair blanks damaged bytes with spaces
         if line == b"]" and (line_end == size or line_end + 1 == size):
             footer = True
             break
@@ -244,7 +277,7 @@ def scan(data: bytes, start: int = 0) -> Scan:
                 result.records.append(item)
             else:
                 result.clean = False
-                if not complete and item.end == start + line_end:
+                if not complete and item.end == start + position + len(line):
                     item.torn = True  # a write that did not finish: it held one record if it started one
                     item.records_lost = max(item.records_lost, 1 if b"{" in line else 0)
                 previous = result.damage[-1] if result.damage else None

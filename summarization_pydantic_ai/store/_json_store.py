@@ -7,8 +7,8 @@
 - A message appended again with the same id and new content is recorded again: a new version. Reading returns
   the latest version of each message at the place of its first one; the file keeps every version.
 - Damage anywhere (a torn tail after a crash or a full disk, a corrupt byte) loses only the damaged records: a
-  reader skips them and finds the next record. Opening for writing repairs the file (the good records rewritten
-  atomically, the damaged original kept as `messages.json.damaged-<timestamp>`) and logs a warning naming the
+  reader skips them and finds the next record. Opening for writing repairs the file (rewritten atomically, each
+  good record at its offset, the damaged original kept as `messages.json.damaged-<timestamp>`) and logs a warning naming the
   file and byte offsets; `verify()` reports without changing anything, `repair()` repairs on demand.
 - The writer holds an advisory `flock` on the data file itself (checked to still be the file its path names),
   so deleting a file cannot let a second writer in: it gets a `HistoryStoreLockedError` at once, or waits up to
@@ -30,7 +30,7 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, summary_info
-from ._framing import FOOTER, HEADER, Record, clean_summary, encode, reframed, scan
+from ._framing import FOOTER, HEADER, Record, clean_summary, encode, reframed, repaired, scan
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
 from ._report import StoreReport, report_of, warn
@@ -161,8 +161,11 @@ class JsonHistoryStore:
         if repair and not result.clean:
             kept = self._path.with_name(f"{self._path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}")
             kept.write_bytes(data)
-            body = b",\n".join(reframed(data[r.offset : r.offset + r.length]) for r in result.records)
-            self._write_atomically(HEADER + body + (FOOTER if result.records else FOOTER[1:]))
+            fixed = repaired(data, result.records)  # every good record at its offset (readers follow offsets)
+            if fixed is None:
+                body = b",\n".join(reframed(data[r.offset : r.offset + r.length]) for r in result.records)
+                fixed = HEADER + body + (FOOTER if result.records else FOOTER[1:])
+            self._write_atomically(fixed)
             self.recovered_from = kept
             report = report_of(self._path, result, kept)
             result = scan(self._read_all())
