@@ -8,8 +8,8 @@
   the latest version of each message at the place of its first one; the file keeps every version.
 - Damage anywhere (a torn tail after a crash or a full disk, a corrupt byte) loses only the damaged records: a
   reader skips them and finds the next record. Opening for writing repairs the file (rewritten atomically, each
-  good record at its offset, the damaged original kept as `messages.json.damaged-<timestamp>`) and logs a warning naming the
-  file and byte offsets; `verify()` reports without changing anything, `repair()` repairs on demand.
+  good record at its offset, the damaged original kept as `messages.json.damaged-<timestamp>`) and logs a
+  warning naming the file and byte offsets; `verify()` reports without changing anything, `repair()` repairs.
 - The writer holds an advisory `flock` on the data file itself (checked to still be the file its path names),
   so deleting a file cannot let a second writer in: it gets a `HistoryStoreLockedError` at once, or waits up to
   `lock_timeout` seconds. `messages.json.lock` only tells the holder's pid.
