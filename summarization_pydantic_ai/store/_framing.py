@@ -126,22 +126,23 @@ def reframed(raw: bytes) -> bytes:
     return raw
 
 
-def repaired(data: bytes, records: list[Record]) -> bytes | None:
+def repaired(data: bytes, records: list[Record]) -> bytes:
     """`data` with every byte that is not in a good record blanked (the framing put back, damaged bytes turned
-    into spaces, a torn tail cut), so each good record keeps its offset; None if the records lie too close for
-    that (then the caller writes them out compactly)."""
+    into spaces, a torn tail cut), so each good record keeps its offset (or, if the records lie too close for
+    that, the good records written out one per line)."""
+    compact = HEADER + b",\n".join(reframed(data[r.offset : r.offset + r.length]) for r in records)
     if not records:
         return HEADER + FOOTER[1:]
     first = records[0].offset
     if first < len(HEADER):
-        return None
+        return compact + FOOTER
     out = bytearray(b"[" + b" " * (first - len(HEADER)) + b"\n")
     for record, following in zip(records, [*records[1:], None], strict=True):
         out += reframed(data[record.offset : record.offset + record.length])
         if following is not None:
             gap = following.offset - (record.offset + record.length)
             if gap < len(b",\n"):
-                return None
+                return compact + FOOTER
             out += b"," + b" " * (gap - 2) + b"\n"
     return bytes(out + FOOTER)
 

@@ -22,7 +22,6 @@ import contextlib
 import os
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,10 +29,10 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, summary_info
-from ._framing import FOOTER, HEADER, Record, clean_summary, encode, reframed, repaired, scan
+from ._framing import FOOTER, HEADER, Record, clean_summary, encode, repaired, scan
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
-from ._report import StoreReport, report_of, warn
+from ._report import StoreReport, keep_damaged_copy, report_of, warn
 from ._working import working_records
 
 __all__ = ["JsonHistoryStore"]
@@ -159,13 +158,8 @@ class JsonHistoryStore:
             return self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
         kept: Path | None = None
         if repair and not result.clean:
-            kept = self._path.with_name(f"{self._path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}")
-            kept.write_bytes(data)
-            fixed = repaired(data, result.records)  # every good record at its offset (readers follow offsets)
-            if fixed is None:
-                body = b",\n".join(reframed(data[r.offset : r.offset + r.length]) for r in result.records)
-                fixed = HEADER + body + (FOOTER if result.records else FOOTER[1:])
-            self._write_atomically(fixed)
+            kept = keep_damaged_copy(self._path, data)
+            self._write_atomically(repaired(data, result.records))  # every good record at its offset
             self.recovered_from = kept
             report = report_of(self._path, result, kept)
             result = scan(self._read_all())

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ._framing import Scan
 
-__all__ = ["DamagedRange", "StoreReport", "report_of", "warn"]
+__all__ = ["DamagedRange", "StoreReport", "keep_damaged_copy", "report_of", "warn"]
 
 logger = logging.getLogger("summarization_pydantic_ai.store")
 
@@ -63,6 +64,13 @@ class StoreReport:
 def report_of(path: Path, result: Scan, kept_copy: Path | None = None) -> StoreReport:
     damaged = [DamagedRange(d.start, d.end, d.records_lost, d.torn) for d in result.damage]
     return StoreReport(path, len(result.records), damaged, not result.clean, kept_copy)
+
+
+def keep_damaged_copy(path: Path, data: bytes) -> Path:
+    """Keep `data`, a damaged file's bytes, beside it as `<name>.damaged-<timestamp>`; returns where."""
+    kept = path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}")
+    kept.write_bytes(data)
+    return kept
 
 
 def warn(report: StoreReport) -> None:
