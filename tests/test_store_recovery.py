@@ -250,3 +250,24 @@ def test_a_repair_keeps_every_good_record_at_its_offset_for_readers_that_follow_
     store.append_sync(new)
     assert [r.message_id for r in read_records(path, before.next_offset).records] == _ids(new)
     store.close()
+
+
+@pytest.mark.parametrize("bad", [None, "3", [3], -1])
+async def test_a_window_marker_with_a_malformed_count_is_read_back_and_processed(tmp_path: Path, bad: object) -> None:
+    from test_processors import tool_loop
+
+    from summarization_pydantic_ai import SUMMARY_METADATA_KEY, SlidingWindowProcessor, summary_part, validate_history
+
+    processor = SlidingWindowProcessor(trigger=("messages", 20), keep=6)
+    once = await processor(tool_loop(15))
+    part = summary_part(once[1])
+    assert part is not None and part.metadata is not None
+    part.metadata[SUMMARY_METADATA_KEY]["dropped_messages"] = bad  # a marker edited by hand or another tool
+    for message in once:
+        ensure_message_id(message)
+    store = JsonHistoryStore(tmp_path / "messages.json")
+    store.append_sync(once)
+    loaded = store.load_sync()
+    store.close()
+    twice = await processor([*loaded, *tool_loop(10, system=False)[1:]])
+    assert validate_history(twice) == [] and len(twice) < len(loaded) + 19
