@@ -271,3 +271,17 @@ async def test_a_window_marker_with_a_malformed_count_is_read_back_and_processed
     store.close()
     twice = await processor([*loaded, *tool_loop(10, system=False)[1:]])
     assert validate_history(twice) == [] and len(twice) < len(loaded) + 19
+
+
+def test_records_encoded_by_another_version_are_not_recorded_again(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    old = make_messages(6)
+    spaced = [json.dumps(json.loads(dumped([m])[1:-1]), indent=None).encode() for m in old]  # other separators
+    path.write_bytes(b"[\n" + b",\n".join(spaced) + b"\n]\n")
+    size = path.stat().st_size
+    store = JsonHistoryStore(path)
+    assert store.append_sync(old) == 0  # the same messages: no new versions
+    assert path.stat().st_size == size
+    edited = dataclasses.replace(old[2], parts=[UserPromptPart("changed")])
+    assert store.append_sync([edited]) == 1
+    store.close()

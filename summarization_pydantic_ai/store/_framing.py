@@ -62,6 +62,8 @@ class Record:
     summary: dict[str, Any] | None
     crc: int
     """CRC-32 of the record's encoding without its checksum: equal crc, same message content."""
+    current: bool = False
+    """`crc` is of this process's encoding of the message (not of bytes written by another version)."""
 
 
 @dataclass

@@ -260,6 +260,8 @@ class JsonHistoryStore:
                     ) from exc
                 position = self._positions.get(message_id)
                 latest = batch.get(message_id, self._slots[position].crc if position is not None else None)
+                if latest is not None and latest != crc and position is not None and message_id not in batch:
+                    latest = self._current_crc(self._slots[position])  # written by another version? compare anew
                 if latest == crc:
                     continue  # recorded already, unchanged
                 batch[message_id] = crc
@@ -276,10 +278,19 @@ class JsonHistoryStore:
             self._write_tail(handle, bytes(chunk))
             for (message_id, raw, crc, message), offset in zip(new, offsets, strict=True):
                 info = summary_info(message)
-                self._index(Record(offset, len(raw), message_id, clean_summary(info) if info else None, crc))
+                self._index(Record(offset, len(raw), message_id, clean_summary(info) if info else None, crc, True))
             self._records_in_file += len(new)
             self._end = offsets[-1] + len(new[-1][1])
             return len(new)
+
+    def _current_crc(self, record: Record) -> int:
+        """The checksum of `record` as this process encodes it (files written by an older version, or format 1,
+        may encode the same message differently); cached on the record."""
+        if not record.current:
+            record.current = True
+            with contextlib.suppress(HistoryStoreError, ValueError, TypeError):  # unreadable: write the new one
+                record.crc = encode(self._read_raw([record])[0])[1]
+        return record.crc
 
     def _write_tail(self, handle: BinaryIO, chunk: bytes) -> None:
         try:
