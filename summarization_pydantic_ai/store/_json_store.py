@@ -1,18 +1,11 @@
 """The default history store: `messages.json`, an append-only JSON array, one checksummed record per line.
 
-- It always is a JSON array that `ModelMessagesTypeAdapter.validate_json` loads (summary records included).
-  The framing (format 2: a `crc32` key per record) is described in `_framing`.
-- An append writes only the new records: it overwrites the closing `\\n]\\n` with `,\\n<records>\\n]\\n`, so
-  its cost is proportional to the new messages, not to the file.
-- A message appended again with the same id and new content is recorded again: a new version. Reading returns
-  the latest version of each message at the place of its first one; the file keeps every version.
-- Damage anywhere (a torn tail after a crash or a full disk, a corrupt byte) loses only the damaged records: a
-  reader skips them and finds the next record. Opening for writing repairs the file (rewritten atomically, each
-  good record at its offset, the damaged original kept as `messages.json.damaged-<timestamp>`) and logs a
-  warning naming the file and byte offsets; `verify()` reports without changing anything, `repair()` repairs.
-- The writer holds an advisory `flock` on the data file itself (checked to still be the file its path names),
-  so deleting a file cannot let a second writer in: it gets a `HistoryStoreLockedError` at once, or waits up to
-  `lock_timeout` seconds. `messages.json.lock` only tells the holder's pid.
+- It always is a JSON array that `ModelMessagesTypeAdapter.validate_json` loads; the framing is in `_framing`.
+- An append writes only the new records (over the closing `\n]\n`): its cost is that of the new messages.
+- A message appended again with new content is a new version; reads return the latest at the first's place.
+- Damage anywhere loses only the damaged records; opening for writing repairs the file (each good record at its
+  offset, the damaged original kept beside it) and logs a warning; `verify()` reports, `repair()` repairs.
+- The writer `flock`s the data file itself (`_locking`): deleting a file cannot let a second writer in.
 - File I/O runs in a worker thread; the event loop never waits on the disk.
 """
 
