@@ -59,6 +59,7 @@ from .processors import (
     SummarizationProcessor,
 )
 from .store import (
+    DamagedRange,
     HistoryPage,
     HistoryStore,
     HistoryStoreError,
@@ -67,6 +68,7 @@ from .store import (
     JsonHistoryStore,
     RecordBatch,
     StoredRecord,
+    StoreReport,
     ensure_message_id,
     new_message_id,
     read_records,
@@ -98,6 +100,7 @@ __all__ = [
     "ContextSize",
     "ContextUsage",
     "CursorTable",
+    "DamagedRange",
     "DeterministicSummarizer",
     "EventCallback",
     "HistoryChange",
@@ -120,6 +123,7 @@ __all__ = [
     "RequestAwareCounter",
     "RequestInfo",
     "SlidingWindowProcessor",
+    "StoreReport",
     "StoredRecord",
     "SummarizationProcessor",
     "Summarizer",

@@ -77,10 +77,7 @@ class SlidingWindowProcessor(HistoryProcessor):
         )
         if plan is None:
             return messages
-        dropped = sum(
-            int((summary_info(m) or {}).get("dropped_messages", 0)) if is_summary_message(m) else 1
-            for m in messages[plan.head_end : plan.cutoff]
-        )
+        dropped = sum(_dropped(m) if is_summary_message(m) else 1 for m in messages[plan.head_end : plan.cutoff])
         head = list(messages[: plan.head_end])
         if plan.system_head is not None:
             head.append(plan.system_head)
@@ -89,3 +86,9 @@ class SlidingWindowProcessor(HistoryProcessor):
             return messages
         await emit_event(self.event_callback, WindowTrimmed(type(self).__name__, dropped, len(result), size.tokens))
         return result
+
+
+def _dropped(message: ModelMessage) -> int:
+    """The count a window marker recorded; 0 if it is not a count (a marker edited by hand or another tool)."""
+    count = (summary_info(message) or {}).get("dropped_messages", 0)
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0

@@ -12,8 +12,10 @@ from ._protocol import (
     validate_session_id,
 )
 from ._reader import RecordBatch, StoredRecord, read_records
+from ._report import DamagedRange, StoreReport
 
 __all__ = [
+    "DamagedRange",
     "HistoryPage",
     "HistoryStore",
     "HistoryStoreError",
@@ -21,6 +23,7 @@ __all__ = [
     "InvalidSessionIdError",
     "JsonHistoryStore",
     "RecordBatch",
+    "StoreReport",
     "StoredRecord",
     "ensure_message_id",
     "new_message_id",

@@ -1,109 +1,34 @@
-"""The default history store: `messages.json`, an append-only JSON array, one record per line.
+"""The default history store: `messages.json`, an append-only JSON array, one checksummed record per line.
 
-```
-[
-{"parts": [...], "kind": "request", "metadata": {"summarization_pydantic_ai.message_id": "..."}, ...},
-{"parts": [...], "kind": "response", ...}
-]
-```
-
-- It always is a JSON array that `ModelMessagesTypeAdapter.validate_json` loads (summary records included).
-- An append writes only the new records: it overwrites the closing `\\n]\\n` with `,\\n<records>\\n]\\n`, so
-  its cost is proportional to the new messages, not to the file.
-- A crash at any byte leaves a torn tail at worst. On open the valid prefix is recovered (every record whose
-  append had returned survives a killed process) and the damaged original is kept beside it as
-  `messages.json.torn-<timestamp>`. With `fsync=True` appends also survive a power loss.
-- An advisory lock (`messages.json.lock`) keeps a second process from writing the same file: it gets a
-  `HistoryStoreLockedError` at once, or waits up to `lock_timeout` seconds.
+- It always is a JSON array that `ModelMessagesTypeAdapter.validate_json` loads; the framing is in `_framing`.
+- An append writes only the new records (over the closing `\n]\n`): its cost is that of the new messages.
+- A message appended again with new content is a new version; reads return the latest at the first's place.
+- Damage anywhere loses only the damaged records; opening for writing repairs the file (each good record at its
+  offset, the damaged original kept beside it) and logs a warning; `verify()` reports, `repair()` repairs.
+- The writer `flock`s the data file itself (`_locking`): deleting a file cannot let a second writer in.
 - File I/O runs in a worker thread; the event loop never waits on the disk.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
+import contextlib
 import os
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._messages import MESSAGE_ID_KEY, SUMMARY_METADATA_KEY, get_message_id, summary_info
-from ._protocol import HistoryPage, HistoryStoreError, HistoryStoreLockedError, ensure_message_id
+from .._messages import get_message_id, summary_info
+from ._framing import FOOTER, HEADER, Record, clean_summary, encode, repaired, scan
+from ._locking import acquire_lock, is_json_array, write_atomically
+from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
+from ._report import StoreReport, keep_damaged_copy, report_of, warn
+from ._working import working_records
 
 __all__ = ["JsonHistoryStore"]
-
-_HEADER = b"[\n"
-_FOOTER = b"\n]\n"
-
-
-@dataclass
-class _Record:
-    offset: int
-    length: int
-    message_id: str
-    summary: dict[str, Any] | None
-
-
-def _encode(message: ModelMessage) -> bytes:
-    return ModelMessagesTypeAdapter.dump_json([message])[1:-1]
-
-
-def _decode(raw: bytes) -> ModelMessage:
-    return ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
-
-
-def _record_info(obj: Any) -> tuple[str | None, dict[str, Any] | None]:
-    """(message id, summary provenance) of a parsed record."""
-    if not isinstance(obj, dict) or obj.get("kind") not in ("request", "response"):  # pyright: ignore[reportUnknownMemberType]
-        raise ValueError("not a message record")
-    metadata = obj.get("metadata") or {}  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    message_id = metadata.get(MESSAGE_ID_KEY) if isinstance(metadata, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    summary = None
-    for part in obj.get("parts") or ():  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        part_metadata = part.get("metadata") if isinstance(part, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if part.get("part_kind") == "compaction" and isinstance(part_metadata, dict):  # pyright: ignore[reportUnknownMemberType]
-            info = part_metadata.get(SUMMARY_METADATA_KEY)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            summary = info if isinstance(info, dict) else summary  # pyright: ignore[reportUnknownVariableType]
-    return (message_id if isinstance(message_id, str) else None), summary  # pyright: ignore[reportUnknownVariableType]
-
-
-def _scan(data: bytes) -> tuple[list[_Record], int, bool]:
-    """Parse our line format. Returns (records, end offset of the last record, whether the file is intact)."""
-    if not data.startswith(_HEADER):
-        raise ValueError("missing header")
-    records: list[_Record] = []
-    position = len(_HEADER)
-    end = position
-    while position < len(data):
-        newline = data.find(b"\n", position)
-        if newline < 0:
-            # Only the final newline missing is harmless (the next append rewrites the footer); else torn.
-            return records, end, data[position:] == b"]" and data[end : end + 1] != b","
-        line = data[position:newline]
-        if line == b"]":
-            # Intact: nothing after the closing bracket, and no dangling comma after the last record.
-            intact = newline + 1 == len(data) and data[end : end + 1] != b","
-            return records, end, intact
-        raw = line[:-1] if line.endswith(b",") else line
-        try:
-            message_id, summary = _record_info(json.loads(raw))
-        except ValueError:
-            return records, end, False
-        if message_id is None:
-            raise ValueError("a record without a message id")
-        if records and not data[end:position].startswith(b","):
-            return records, end, False
-        records.append(_Record(position, len(raw), message_id, summary))
-        end = position + len(raw)
-        position = newline + 1
-    return records, end, False
 
 
 class JsonHistoryStore:
@@ -127,14 +52,16 @@ class JsonHistoryStore:
         self.lock_timeout = lock_timeout
         self._lock = threading.Lock()
         self._file: BinaryIO | None = None
-        self._lock_file: BinaryIO | None = None
-        self._records: list[_Record] = []
+        self._slots: list[Record] = []  # one per message: its latest version, at the place of its first one
         self._positions: dict[str, int] = {}
-        self._end = len(_HEADER)
+        self._end = len(HEADER)
+        self._records_in_file = 0
         self._closed = False
         self._read_only = False
         self.recovered_from: Path | None = None
-        """Where the damaged original was kept, when opening had to recover a torn file."""
+        """Where the damaged original was kept, when opening had to repair the file."""
+        self.last_report: StoreReport | None = None
+        """What the last open, `verify()` or `repair()` found."""
 
     @classmethod
     def reader(cls, path: str | os.PathLike[str]) -> JsonHistoryStore:
@@ -167,7 +94,7 @@ class JsonHistoryStore:
     def path(self) -> Path:
         return self._path
 
-    # -- opening, locking and recovery (sync, called under self._lock) -------------------------------------------
+    # -- opening, locking and repair (sync, called under self._lock) ---------------------------------------------
 
     def _ensure_open(self) -> BinaryIO:
         if self._read_only:
@@ -176,187 +103,235 @@ class JsonHistoryStore:
             return self._file
         if self._closed:
             raise HistoryStoreError(f"{self._path} was closed")
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._acquire_lock()
-        if not self._path.exists() or self._path.stat().st_size == 0:
-            self._write_atomically(_HEADER + _FOOTER[1:])
-        data = self._path.read_bytes()
         try:
-            records, end, intact = _scan(data)
-        except ValueError:
-            records, end, intact = self._import_foreign(data)
-        if not intact and _is_complete_json_array(data):
-            records, end, intact = self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
-        if not intact:
-            self._recover(data, records)
-            data = self._path.read_bytes()
-            records, end, intact = _scan(data)
-        self._records = records
-        self._positions = {r.message_id: i for i, r in enumerate(records)}
-        self._end = end
-        self._file = self._path.open("r+b")
-        return self._file
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            handle = acquire_lock(self._path, self.lock_timeout)
+        except OSError as exc:
+            raise HistoryStoreError(f"cannot open {self._path}: {exc}") from exc
+        try:
+            if os.fstat(handle.fileno()).st_size == 0:
+                handle.write(HEADER + FOOTER[1:])
+                handle.flush()
+            handle.seek(0)
+            self._file = handle
+            self._refresh(handle.read(), repair=True)
+            return self._file
+        except BaseException as exc:
+            for opened in {handle, self._file}:
+                if opened is not None:
+                    opened.close()
+            self._file = None
+            if isinstance(exc, OSError):
+                raise HistoryStoreError(f"cannot open {self._path}: {exc}") from exc
+            raise
 
     def _open_read_only(self) -> BinaryIO:
-        """(Re)scan the file as it is now; a torn tail is ignored, not repaired."""
+        """(Re)scan the file as it is now; damage is skipped (and logged), never repaired."""
         if self._file is not None:
             self._file.close()
+            self._file = None
         try:
             handle = self._path.open("rb")
         except FileNotFoundError as exc:
             raise HistoryStoreError(f"no history file at {self._path}") from exc
-        try:
-            records, end, _ = _scan(handle.read())
-        except ValueError as exc:
-            handle.close()
-            raise HistoryStoreError(f"{self._path} is not a messages.json written by this library") from exc
-        self._records, self._end, self._file = records, end, handle
-        self._positions = {r.message_id: i for i, r in enumerate(records)}
+        except OSError as exc:
+            raise HistoryStoreError(f"cannot read {self._path}: {exc}") from exc
+        self._file = handle
+        self._refresh(handle.read(), repair=False)
         return handle
 
-    def _acquire_lock(self) -> None:
-        lock_path = self._path.with_name(self._path.name + ".lock")
-        handle = lock_path.open("a+b")
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.seek(0)
-                    owner = handle.read().decode(errors="replace").strip() or "unknown"
-                    handle.close()
-                    if owner == str(os.getpid()):
-                        raise HistoryStoreLockedError(
-                            f"{self._path} is already open in this process; share it with JsonHistoryStore.open(path)"
-                        ) from None
-                    raise HistoryStoreLockedError(
-                        f"{self._path} is being written by another process (pid {owner}); use one writer per "
-                        f"session, or pass lock_timeout=... to wait for it"
-                    ) from None
-                time.sleep(0.05)
+    def _refresh(self, data: bytes, *, repair: bool) -> StoreReport:
+        """Index `data` (the whole file); with `repair`, rewrite a damaged file keeping every good record."""
+        result = scan(data)
+        if not result.records and not result.header:
+            if repair:
+                return self._import_foreign(data)
+            raise HistoryStoreError(f"{self._path} is not a messages.json written by this library")
+        if repair and not result.clean and not (result.header and result.records) and is_json_array(data):
+            return self._import_foreign(data)  # valid JSON in another layout (e.g. indented)
+        kept: Path | None = None
+        if repair and not result.clean:
+            kept = keep_damaged_copy(self._path, data)
+            self._write_atomically(repaired(data, result.records))  # every good record at its offset
+            self.recovered_from = kept
+            report = report_of(self._path, result, kept)
+            result = scan(self._read_all())
+        else:
+            report = report_of(self._path, result)
+        warn(report)
+        self.last_report = report
+        self._slots, self._positions = [], {}
+        for record in result.records:
+            self._index(record)
+        self._records_in_file = len(result.records)
+        self._end = (result.records[-1].offset + result.records[-1].length) if result.records else len(HEADER)
+        return report
+
+    def _index(self, record: Record) -> None:
+        position = self._positions.get(record.message_id)
+        if position is None:
+            self._positions[record.message_id] = len(self._slots)
+            self._slots.append(record)
+        else:
+            self._slots[position] = record  # a newer version, in the place of the first one
+
+    def _read_all(self) -> bytes:
+        handle = self._file
+        assert handle is not None
         handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()).encode())
-        handle.flush()
-        self._lock_file = handle
+        return handle.read()
 
     def _write_atomically(self, data: bytes) -> None:
-        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
-        with temporary.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self._path)
+        """Replace the file by `data`, keeping the lock (the new file, locked, becomes this store's handle)."""
+        handle = write_atomically(self._path, data)
+        if self._file is not None:
+            self._file.close()
+        self._file = handle
 
-    def _recover(self, data: bytes, records: list[_Record]) -> None:
-        """Keep the damaged file aside and rewrite the valid prefix."""
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-        kept = self._path.with_name(f"{self._path.name}.torn-{stamp}")
-        kept.write_bytes(data)
-        body = b",\n".join(data[r.offset : r.offset + r.length] for r in records)
-        self._write_atomically(_HEADER + body + (_FOOTER if records else _FOOTER[1:]))
-        self.recovered_from = kept
-
-    def _import_foreign(self, data: bytes) -> tuple[list[_Record], int, bool]:
+    def _import_foreign(self, data: bytes) -> StoreReport:
         """A history written by something else (any JSON array of messages): rewrite it in our format, with ids."""
         try:
             messages = ModelMessagesTypeAdapter.validate_json(data)
         except ValueError as exc:
             raise HistoryStoreError(
                 f"{self._path} is neither a messages.json written by this library nor a JSON array of pydantic-ai "
-                f"messages ({exc}); move it away to start a new history"
+                f"messages ({str(exc)[:300]}); move it away to start a new history"
             ) from exc
         for message in messages:
             ensure_message_id(message)
         self._path.with_name(self._path.name + ".imported").write_bytes(data)
-        body = b",\n".join(_encode(m) for m in messages)
-        self._write_atomically(_HEADER + body + (_FOOTER if messages else _FOOTER[1:]))
-        return _scan(self._path.read_bytes())
+        body = b",\n".join(encode(m)[0] for m in messages)
+        self._write_atomically(HEADER + body + (FOOTER if messages else FOOTER[1:]))
+        return self._refresh(self._read_all(), repair=False)
+
+    # -- verify and repair ---------------------------------------------------------------------------------------
+
+    def verify(self) -> StoreReport:
+        """Check every record of the file; report damaged byte ranges and lost records. Changes nothing."""
+        with self._lock:
+            handle = self._file if (self._file is not None and not self._read_only) else None
+            try:
+                data = self._read_all() if handle is not None else self._path.read_bytes()
+            except OSError as exc:
+                raise HistoryStoreError(f"cannot read {self._path}: {exc}") from exc
+            report = report_of(self._path, scan(data))
+            self.last_report = report
+            return report
+
+    def repair(self) -> StoreReport:
+        """Rewrite a damaged file atomically with every good record, keep the damaged original beside it
+        (`kept_copy`), and report what was lost. Takes the writer's lock; a clean file is left as it is."""
+        if self._read_only:
+            raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to repair")
+        with self._lock:
+            if self._file is None:
+                self._ensure_open()
+                assert self.last_report is not None
+                return self.last_report
+            return self._refresh(self._read_all(), repair=True)
 
     # -- sync API (used by the async one, by tests and by benchmarks) ----------------------------------------------
 
     def append_sync(self, messages: Sequence[ModelMessage]) -> int:
+        """Record new messages, and a new version of each recorded message whose content changed; returns how
+        many records were written."""
         if self._read_only:
             raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to write")
         with self._lock:
             handle = self._ensure_open()
-            new: list[tuple[str, bytes, ModelMessage]] = []
-            batch: set[str] = set()
+            new: list[tuple[str, bytes, int, ModelMessage]] = []
+            batch: dict[str, int] = {}
             for message in messages:
                 message_id = get_message_id(message)
                 if message_id is None:
                     raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
-                if message_id in self._positions or message_id in batch:
-                    continue
-                batch.add(message_id)
-                new.append((message_id, _encode(message), message))
+                try:
+                    raw, crc = encode(message)
+                except (ValueError, TypeError) as exc:
+                    raise HistoryStoreError(
+                        f"message {message_id!r} cannot be recorded in {self._path}: {str(exc)[:300]}"
+                    ) from exc
+                position = self._positions.get(message_id)
+                latest = batch.get(message_id, self._slots[position].crc if position is not None else None)
+                if latest is not None and latest != crc and position is not None and message_id not in batch:
+                    latest = self._current_crc(self._slots[position])  # written by another version? compare anew
+                if latest == crc:
+                    continue  # recorded already, unchanged
+                batch[message_id] = crc
+                new.append((message_id, raw, crc, message))
             if not new:
                 return 0
             chunk = bytearray()
             offsets: list[int] = []
-            for _, raw, _ in new:
-                if self._records or offsets:
+            for _, raw, _, _ in new:
+                if self._records_in_file or offsets:
                     chunk += b",\n"
                 offsets.append(self._end + len(chunk))
                 chunk += raw
-            handle.seek(self._end)
-            handle.write(bytes(chunk) + _FOOTER)
-            handle.flush()
-            if self.fsync:
-                os.fsync(handle.fileno())
-            for (message_id, raw, message), offset in zip(new, offsets, strict=True):
-                self._positions[message_id] = len(self._records)
-                self._records.append(_Record(offset, len(raw), message_id, _summary_of(message)))
+            self._write_tail(handle, bytes(chunk))
+            for (message_id, raw, crc, message), offset in zip(new, offsets, strict=True):
+                info = summary_info(message)
+                self._index(Record(offset, len(raw), message_id, clean_summary(info) if info else None, crc, True))
+            self._records_in_file += len(new)
             self._end = offsets[-1] + len(new[-1][1])
             return len(new)
 
-    def _read_raw(self, records: Sequence[_Record]) -> list[ModelMessage]:
+    def _current_crc(self, record: Record) -> int:
+        """The checksum of `record` as this process encodes it (files written by an older version, or format 1,
+        may encode the same message differently); cached on the record."""
+        if not record.current:
+            record.current = True
+            with contextlib.suppress(HistoryStoreError, ValueError, TypeError):  # unreadable: write the new one
+                record.crc = encode(self._read_raw([record])[0])[1]
+        return record.crc
+
+    def _write_tail(self, handle: BinaryIO, chunk: bytes) -> None:
+        try:
+            handle.seek(self._end)
+            self._write(handle, chunk + FOOTER)
+            handle.truncate()
+            if self.fsync:
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            # Put the footer back after the last acknowledged record (the file stays a valid array); if even
+            # that fails, the next open finds a torn tail and loses only the records of this append.
+            with contextlib.suppress(OSError):
+                handle.seek(self._end)
+                handle.write(FOOTER)
+                handle.flush()
+                handle.truncate()
+            raise HistoryStoreError(
+                f"appending to {self._path} at byte {self._end} failed ({exc}); the records before it are intact"
+            ) from exc
+
+    @staticmethod
+    def _write(handle: BinaryIO, data: bytes) -> None:
+        handle.write(data)
+        handle.flush()
+
+    def _read_raw(self, records: Sequence[Record]) -> list[ModelMessage]:
         handle = self._ensure_open()
         messages: list[ModelMessage] = []
         for record in records:
-            handle.seek(record.offset)
-            messages.append(_decode(handle.read(record.length)))
+            try:
+                handle.seek(record.offset)
+                raw = handle.read(record.length)
+                messages.append(ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0])
+            except (OSError, ValueError) as exc:
+                raise HistoryStoreError(
+                    f"{self._path}: the record at byte {record.offset} cannot be read as a message: {str(exc)[:300]}"
+                ) from exc
         return messages
 
     def load_all_sync(self) -> list[ModelMessage]:
         with self._lock:
             self._ensure_open()
-            return self._read_raw(self._records)
+            return self._read_raw(self._slots)
 
     def load_sync(self) -> list[ModelMessage]:
         with self._lock:
             self._ensure_open()
-            return self._read_raw(self._working_records())
-
-    def _working_records(self) -> list[_Record]:
-        """The latest summary, what it kept around it, and everything recorded after it."""
-        records = self._records
-        latest = next((i for i in range(len(records) - 1, -1, -1) if records[i].summary), None)
-        if latest is None:
-            return list(records)
-        info = records[latest].summary or {}
-        later = [r for r in records[latest + 1 :] if not r.summary]
-        if "working_before" in info or "working_after" in info:
-            before = [records[self._positions[i]] for i in info.get("working_before", []) if i in self._positions]
-            after = [records[self._positions[i]] for i in info.get("working_after", []) if i in self._positions]
-            return [*before, records[latest], *after, *later]
-        # A summary written by a plain processor: everything before it that it (transitively) did not cover.
-        covered = self._covered(info)
-        kept = [r for r in records[:latest] if not r.summary and r.message_id not in covered]
-        first_covered = next((i for i, r in enumerate(records[:latest]) if r.message_id in covered), latest)
-        head = [r for r in kept if r.offset < records[first_covered].offset] if first_covered < latest else kept
-        tail = kept[len(head) :]
-        return [*head, records[latest], *tail, *later]
-
-    def _covered(self, info: dict[str, Any]) -> set[str]:
-        covered: set[str] = set(info.get("covers", []))
-        for summary_id in info.get("replaces_summaries", []):
-            position = self._positions.get(summary_id)
-            if position is not None and self._records[position].summary:
-                covered |= self._covered(self._records[position].summary or {})
-        return covered
+            return self._read_raw(working_records(self._slots, self._positions))
 
     def read_sync(
         self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
@@ -366,10 +341,10 @@ class JsonHistoryStore:
         with self._lock:
             self._ensure_open()
             start = self._index_of(start_id, default=0)
-            end = self._index_of(end_id, default=len(self._records) - 1)
+            end = self._index_of(end_id, default=len(self._slots) - 1)
             if start > end:
                 raise HistoryStoreError(f"start_id {start_id!r} comes after end_id {end_id!r}")
-            span = self._records[start : end + 1]
+            span = self._slots[start : end + 1]
             page = span[offset : offset + limit]
             next_offset = offset + limit if offset + limit < len(span) else None
             return HistoryPage(self._read_raw(page), len(span), offset, next_offset)
@@ -399,7 +374,7 @@ class JsonHistoryStore:
         return await anyio.to_thread.run_sync(lambda: self.read_sync(start_id, end_id, offset=offset, limit=limit))
 
     async def open_async(self) -> None:
-        """Open (lock, recover) now rather than on first use."""
+        """Open (lock, repair) now rather than on first use."""
         await anyio.to_thread.run_sync(self._open_locked)
 
     def _open_locked(self) -> None:
@@ -410,31 +385,25 @@ class JsonHistoryStore:
         return message_id in self._positions
 
     def __len__(self) -> int:
-        return len(self._records)
+        """How many messages (and summaries) are recorded; versions of one message count once."""
+        return len(self._slots)
 
     def size_bytes(self) -> int:
         return (
-            self._end + len(_FOOTER)
+            self._end + len(FOOTER)
             if self._file is not None
             else (self._path.stat().st_size if self._path.exists() else 0)
         )
 
     def close(self) -> None:
-        """Release the file and its lock."""
+        """Release the file and its lock (also when closing the file fails)."""
         with self._lock:
-            for handle in (self._file, self._lock_file):
-                if handle is not None:
-                    handle.close()
-            self._file = self._lock_file = None
+            handle, self._file = self._file, None
             self._closed = True
-
-
-def _is_complete_json_array(data: bytes) -> bool:
-    try:
-        return isinstance(json.loads(data), list)
-    except ValueError:
-        return False
-
-
-def _summary_of(message: ModelMessage) -> dict[str, Any] | None:
-    return summary_info(message)
+            if handle is not None:
+                try:
+                    handle.close()
+                except OSError as exc:
+                    with contextlib.suppress(OSError, ValueError):
+                        os.close(handle.fileno())
+                    raise HistoryStoreError(f"closing {self._path} failed: {exc}") from exc

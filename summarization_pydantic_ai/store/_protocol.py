@@ -106,14 +106,17 @@ class HistoryStore(Protocol):
     """The full, uncompressed history of one conversation, keyed by stable message ids.
 
     Every message is recorded once, in order; summaries are records too (their metadata lists the ids they
-    replaced). `load()` returns the working context to resume from; `read()` returns originals verbatim.
+    replaced). A message edited in place (same id, new content) is recorded again as a new version; reading
+    returns the latest version at the place of the first. `load()` returns the working context to resume from;
+    `read()` returns originals verbatim.
     """
 
     @property
     def path(self) -> Path | None: ...
 
     async def append(self, messages: Sequence[ModelMessage]) -> int:
-        """Record the messages not recorded yet (each must carry an id); returns how many were new."""
+        """Record the messages not recorded yet, and a new version of each recorded one whose content changed
+        (each must carry an id); returns how many records were written."""
         ...
 
     def __contains__(self, message_id: object) -> bool: ...

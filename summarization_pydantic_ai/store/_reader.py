@@ -13,10 +13,9 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, is_summary_message
+from ._framing import HEADER, Record, scan, scan_line
 
 __all__ = ["RecordBatch", "StoredRecord", "read_records"]
-
-_HEADER = b"[\n"
 
 
 @dataclass(frozen=True)
@@ -45,9 +44,11 @@ class RecordBatch:
 def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     """The records written to the history file at `path` after byte `start` (0: all of them).
 
-    A record still being written (an append in progress, or a torn tail) is not returned: `next_offset` stops
-    before it. A record with the id of an earlier one is a newer version of that message (an edit). A missing
-    file reads as empty. Sync: call it from a worker thread.
+    A record still being written (an append in progress, or a torn tail: its checksum does not hold yet) is not
+    returned: `next_offset` stops
+    before it. A damaged record (its checksum does not hold) is skipped; the records after it are returned. A
+    record with the id of an earlier one is a newer version of that message (an edit). A missing file reads as
+    empty. Sync: call it from a worker thread.
     """
     file = Path(path)
     try:
@@ -58,35 +59,23 @@ def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     except FileNotFoundError:
         return RecordBatch()
     first_id = _first_id(first_line)
+    # A record is complete when its checksum holds (an append in progress fails it: read it next time).
+    complete = data
+    result = scan(complete, start)
+    end = start if start else (len(HEADER) if result.header else 0)
     records: list[StoredRecord] = []
-    position, end = 0, start
-    if start == 0:
-        if not data.startswith(_HEADER):
-            return RecordBatch([], 0, first_id)
-        position = end = len(_HEADER)
-    while True:
-        newline = data.find(b"\n", position)
-        if newline < 0:
-            break  # an incomplete line: an append in progress, read next time
-        line = data[position:newline]
-        line_start, position = position, newline + 1
-        raw = line.lstrip(b",").rstrip(b",")
-        if not raw or raw == b"]":
-            continue
+    for record in result.records:
         try:
+            raw = complete[record.offset - start : record.offset - start + record.length]
             message = ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
         except ValueError:
-            break  # a torn record: stop before it
-        records.append(StoredRecord(start + line_start, get_message_id(message), message, is_summary_message(message)))
-        end = start + line_start + len(line) - (1 if line.endswith(b",") else 0)
+            continue  # a record that is JSON but no message: skipped like a damaged one
+        records.append(StoredRecord(record.offset, get_message_id(message), message, is_summary_message(message)))
+        end = record.offset + record.length
     return RecordBatch(records, end, first_id)
 
 
 def _first_id(line: bytes) -> str | None:
-    raw = line.rstrip(b"\n").rstrip(b",")
-    if not raw or raw == b"]":
-        return None
-    try:
-        return get_message_id(ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0])
-    except ValueError:
-        return None
+    for item in scan_line(line.rstrip(b"\n"), 0):
+        return item.message_id if isinstance(item, Record) else None
+    return None

@@ -1,0 +1,41 @@
+"""The working context of a recorded history: which records `load()` returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._framing import Record
+
+__all__ = ["working_records"]
+
+
+def working_records(records: Sequence[Record], positions: Mapping[str, int]) -> list[Record]:
+    """The latest summary, what it kept around it, and everything recorded after it (`records`: one per message,
+    its latest version, in the order of first recording; `positions`: message id -> index)."""
+    latest = next((i for i in range(len(records) - 1, -1, -1) if records[i].summary), None)
+    if latest is None:
+        return list(records)
+    info = records[latest].summary or {}
+    later = [r for r in records[latest + 1 :] if not r.summary]
+    if "working_before" in info or "working_after" in info:
+        before = [records[positions[i]] for i in info.get("working_before", []) if i in positions]
+        after = [records[positions[i]] for i in info.get("working_after", []) if i in positions]
+        return [*before, records[latest], *after, *later]
+    # A summary written by a plain processor: everything before it that it (transitively) did not cover.
+    covered = _covered(info, records, positions, set())
+    kept = [i for i in range(latest) if not records[i].summary and records[i].message_id not in covered]
+    first_covered = next((i for i in range(latest) if records[i].message_id in covered), latest)
+    head = [records[i] for i in kept if i < first_covered]
+    tail = [records[i] for i in kept if i >= first_covered]
+    return [*head, records[latest], *tail, *later]
+
+
+def _covered(info: dict[str, Any], records: Sequence[Record], positions: Mapping[str, int], seen: set[str]) -> set[str]:
+    covered: set[str] = set(info.get("covers", []))
+    for summary_id in info.get("replaces_summaries", []):
+        position = positions.get(summary_id)
+        if position is not None and summary_id not in seen and records[position].summary:
+            seen.add(summary_id)
+            covered |= _covered(records[position].summary or {}, records, positions, seen)
+    return covered
