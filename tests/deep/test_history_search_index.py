@@ -167,7 +167,6 @@ async def test_an_edit_recorded_through_the_store_is_found_by_its_new_text(tmp_p
     assert search.index_for(path).indexed_records() == 3  # an edit is never a second row
 
 
-@pytest.mark.xfail(reason="needs store versions", strict=False)
 async def test_an_edit_appended_as_a_version_by_the_store_replaces_the_old_text(tmp_path: Path) -> None:
     path = tmp_path / "messages.json"
     original = _messages(["first words", "the deploy window is monday"])
