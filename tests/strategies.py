@@ -60,6 +60,7 @@ __all__ = [
     "clear_tool_results_configs",
     "damaged_histories",
     "histories",
+    "histories_with_faults",
     "keeps",
     "limit_warner_configs",
     "sliding_window_configs",
@@ -496,4 +497,31 @@ def damaged_histories(draw: Any) -> list[ModelMessage]:
             if parts:
                 del parts[draw(_ints(0, len(parts) - 1))]
             messages[i] = dataclasses.replace(messages[i], parts=parts)  # type: ignore[arg-type]
+    return messages
+
+
+@st.composite
+def histories_with_faults(draw: Any) -> list[ModelMessage]:
+    """A valid history with one or two earlier faults a compaction must not multiply: a tool result dropped (an
+    orphan call), or one response's results split over two requests (as some frameworks record parallel results)."""
+    messages = list(draw(histories(for_request=True, max_turns=6)))
+    for _ in range(draw(_ints(1, 2))):
+        answering = [
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, ModelRequest) and any(isinstance(p, ToolReturnPart) for p in m.parts)
+        ]
+        if not answering:
+            break
+        i = draw(st.sampled_from(answering))
+        parts = list(messages[i].parts)
+        returns = [k for k, p in enumerate(parts) if isinstance(p, ToolReturnPart)]
+        if len(returns) < 2 or draw(st.booleans()):
+            del parts[draw(st.sampled_from(returns))]  # an orphan call
+            messages[i] = dataclasses.replace(messages[i], parts=parts or [UserPromptPart("(continued)")])  # type: ignore[arg-type]
+        else:
+            split = draw(_ints(1, len(returns) - 1))
+            first = [p for k, p in enumerate(parts) if k in returns[:split]]
+            rest = [p for k, p in enumerate(parts) if k not in returns[:split]]
+            messages[i : i + 1] = [dataclasses.replace(messages[i], parts=first), ModelRequest(parts=rest)]  # type: ignore[arg-type]
     return messages

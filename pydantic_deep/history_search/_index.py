@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,20 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     return True
 
 
+def _set_wal(db: sqlite3.Connection) -> None:
+    """Switch to WAL. Two processes opening a fresh index at once: the switch needs the database to itself, and
+    SQLite answers "database is locked" at once (the busy timeout does not apply there), so try again briefly."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class SessionIndex:
     """Full-text index of one history file."""
 
@@ -157,7 +172,7 @@ class SessionIndex:
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.index_path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            _set_wal(db)
             db.execute("PRAGMA synchronous=OFF")  # the index can always be rebuilt from messages.json
             check = db.execute("PRAGMA quick_check(1)").fetchone()  # once per connection: ~25 ms for 10k messages
             if not check or check[0] != "ok":

@@ -44,10 +44,18 @@ def make_summarizer(model: Any, *, prompt_template: str | None = None, timeout: 
 
 
 def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> list[str]:
-    """Problems in `after` that `before` did not already have (a processor must never add one)."""
+    """Problems in `after` that `before` did not already have (a processor must never add one): compared by kind
+    and tool call id, so a second orphan is new even when the input already held one."""
     for_request = isinstance(after[-1], ModelRequest) if after else True
-    old = Counter(p.kind for p in validate_history(before, for_request=for_request))
-    return [str(p) for p in validate_history(after, for_request=for_request) if old[p.kind] == 0]
+    old = Counter((p.kind, p.tool_call_id) for p in validate_history(before, for_request=for_request))
+    added: list[str] = []
+    for problem in validate_history(after, for_request=for_request):
+        key = (problem.kind, problem.tool_call_id)
+        if old[key] > 0:
+            old[key] -= 1
+        else:
+            added.append(str(problem))
+    return added
 
 
 async def keep_message_counter(
