@@ -163,12 +163,7 @@ class _TimedEviction(EvictionProcessor):
     ) -> ModelRequestContext:
         messages = request_context.messages
         state = self._run
-        incremental = bool(
-            state is not None
-            and state.scanned
-            and len(messages) >= state.scanned
-            and messages[state.scanned - 1] is state.scanned_last
-        )
+        incremental = bool(state is not None and len(state.cursor) and state.cursor.peek(messages).is_append_only)
         start = time.perf_counter()
         result = await super().before_model_request(ctx, request_context)
         elapsed = time.perf_counter() - start
@@ -773,9 +768,9 @@ def eviction_lines(r: EvictionResult, iterations: int) -> list[str]:
         "",
         "### Why a request does not rescan the history",
         "",
-        "- In capability form every run gets its own `_RunState` (`for_run`): how many messages were scanned and "
-        "the identity of the last one. When the history only grew (same object at that position), only the new "
-        "messages are visited; otherwise the whole history is scanned again (a compaction or a replaced history).",
+        "- In capability form every run gets its own `_RunState` (`for_run`) holding a `HistoryCursor`: the history "
+        "as it was after the previous request. When the history only grew, only the new messages are visited; an "
+        "edited message is visited again, and a history replaced from some index is scanned from there.",
         "- Outputs already evicted carry their eviction metadata, so even a full scan only reads it and moves on; "
         "every other tool output costs a synchronous check (its metadata, its length against the limit of its "
         "policy); the eviction coroutine runs only for an output that is over the limit.",

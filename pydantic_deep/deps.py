@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from summarization_pydantic_ai import InvalidSessionIdError, validate_session_id
+
 from .backends import BackendProtocol, CompositeBackend, LocalBackend, StateBackend
 from .todos import Todo
 
@@ -25,12 +27,13 @@ def new_session_id() -> str:
 EVICTED_OUTPUTS_ROUTE = "/large_tool_results/"
 
 
-def default_backend(base_dir: Path | None) -> BackendProtocol:
-    """An in-memory workspace whose evicted outputs live on disk under `base_dir` (as long as the session's
-    messages.json does), or all in memory without a `base_dir`."""
-    if base_dir is None:
+def default_backend(session_dir: Path | None) -> BackendProtocol:
+    """An in-memory workspace whose evicted outputs live on disk in the session's directory, next to its
+    messages.json (so they last as long as it does, and no other session's retention can delete them), or all
+    in memory without one."""
+    if session_dir is None:
         return StateBackend()
-    return CompositeBackend(StateBackend(), routes={EVICTED_OUTPUTS_ROUTE: _on_first_use(base_dir)})
+    return CompositeBackend(StateBackend(), routes={EVICTED_OUTPUTS_ROUTE: _on_first_use(session_dir)})
 
 
 class _LocalOnFirstUse:
@@ -67,8 +70,9 @@ class DeepAgentDeps:
 
     backend: BackendProtocol = field(default=cast("BackendProtocol", None))
     """Where the file tools and eviction read and write. Default: an in-memory file system for the workspace, with
-    `/large_tool_results/` (evicted outputs) on disk under `base_dir`, so previews in a saved session still read
-    back after a restart; with `base_dir=None`, everything in memory."""
+    `/large_tool_results/` (evicted outputs) on disk in the session's directory
+    (`<base_dir>/sessions/<session_id>/large_tool_results/`), so previews in a saved session still read back after
+    a restart; with `base_dir=None`, everything in memory."""
     session_id: str = field(default_factory=new_session_id)
     base_dir: Path | None = DEFAULT_BASE_DIR
     """Root of the session layout; `None` keeps nothing on disk (no messages.json)."""
@@ -78,12 +82,14 @@ class DeepAgentDeps:
     """Set by the agent at the start of each run: the middleware to call for `/compact` and `/context`."""
 
     def __post_init__(self) -> None:
-        if not self.session_id or "/" in self.session_id or self.session_id in {".", ".."}:
-            raise ValueError(f"session_id must be a plain name, got {self.session_id!r}")
+        try:  # one path component: no separator, no `..`, no NUL, at most 255 bytes
+            validate_session_id(self.session_id)
+        except InvalidSessionIdError as exc:
+            raise InvalidSessionIdError(f"DeepAgentDeps(session_id=...): {exc}") from None
         if self.base_dir is not None:
             self.base_dir = Path(self.base_dir)
         if cast("BackendProtocol | None", self.backend) is None:
-            self.backend = default_backend(self.base_dir)
+            self.backend = default_backend(self.session_dir)
 
     @classmethod
     def on_disk(

@@ -92,12 +92,13 @@ class EvictionArchive:
         return path, False
 
     async def files(self) -> list[FileInfo]:
-        """The archived files, oldest first (the index file excluded)."""
+        """The archived files, oldest first. Hidden names are never archived outputs: the index file, and the
+        temporary file of a write in progress (`LocalBackend` writes `.name.*.tmp`, then renames it)."""
         try:
             entries = await self.backend.ls(self.directory)
         except FileNotFoundError:
             return []
-        files = [e for e in entries if not e.is_dir and not e.path.endswith("/" + _INDEX_NAME)]
+        files = [e for e in entries if not e.is_dir and not e.path.rsplit("/", 1)[-1].startswith(".")]
         return sorted(files, key=lambda e: (e.modified, e.path))
 
     async def apply_retention(
