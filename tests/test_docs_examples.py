@@ -85,8 +85,27 @@ def test_docs_example(
     """Each example runs and prints no warning (a fresh process's once-per-name warnings included) beyond the
     failures it demonstrates."""
     monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", False)
-    _forget_warnings(monkeypatch)
     monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
+    _run_example(example, monkeypatch, caplog)
+
+
+@pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")  # inside bpe-openai
+@pytest.mark.parametrize("example", [pytest.param(e, id=e.id) for e in EXAMPLES])
+def test_docs_example_runs_twice(
+    example: Example, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user runs a snippet again in the same directory: the files the first run left (histories, memory,
+    backend files) must not make the second run fail, warn, or break its assertions."""
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", False)
+    monkeypatch.chdir(tmp_path)
+    _run_example(example, monkeypatch, caplog)
+    caplog.clear()
+    _run_example(example, monkeypatch, caplog)
+
+
+def _run_example(example: Example, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Execute one example in a fresh module, as a fresh process would, and fail on any warning it emits."""
+    _forget_warnings(monkeypatch)
     module_name = "docs_example_" + re.sub(r"\W", "_", example.id)
     module = types.ModuleType(module_name)
     module.__file__ = str(example.path)
