@@ -291,6 +291,10 @@ class EvictionProcessor(AbstractCapability[Any]):
         if not replacements:
             state.cursor.commit(messages, change)
             return messages
+        for (i, j), part in replacements.items():  # previews written now are watched like the ones found
+            info = _metadata(_metadata(part.metadata).get(EVICTION_METADATA_KEY))
+            if info.get("state") == "archived" and isinstance(path := info.get("path"), str):
+                state.previews.setdefault(path, []).append((i, j))
         result = list(messages)
         for i in sorted({i for i, _ in replacements}):
             request = result[i]

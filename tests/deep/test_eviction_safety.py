@@ -18,6 +18,7 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -200,3 +201,34 @@ async def test_evicted_outputs_read_back_after_resume_with_default_deps(
     store.close()
     await build().run("read it back", deps=DeepAgentDeps(session_id="resume-me"), message_history=history)
     assert read_back and big.splitlines()[0] in read_back[0]
+
+
+async def test_a_preview_whose_file_was_removed_says_so_at_the_next_request() -> None:
+    """A loaded history's large output is evicted at the run's first request; when retention then removes its
+    file (here an explicit cleanup, as another session's retention would), the next request says so."""
+    backend = StateBackend()
+    processor = EvictionProcessor(token_limit=1_000, backend=backend, retention=RetentionPolicy(max_files=0))
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("load")]),
+        ModelResponse(parts=[ToolCallPart("load", {}, tool_call_id="old")]),
+        ModelRequest(parts=[ToolReturnPart("load", _output("old", 1), tool_call_id="old")]),
+        ModelResponse(parts=[TextPart("loaded")]),
+    ]
+    sent: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        (old,) = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_call_id == "old"]
+        sent.append(str(old.content))
+        if len(sent) == 1:
+            return ModelResponse(parts=[ToolCallPart("tidy", {}, tool_call_id="t1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[processor])
+
+    @agent.tool_plain
+    async def tidy() -> str:
+        return f"removed {len(await processor.cleanup(backend))}"
+
+    await agent.run("go on", message_history=history)
+    assert "saved to /large_tool_results/old_" in sent[0]
+    assert "removed by the eviction retention policy" in sent[1]
