@@ -11,7 +11,7 @@ from pydantic_ai.messages import BinaryContent, FileUrl, ModelMessage, ModelRequ
 
 from ._policy import EVICTION_METADATA_KEY
 
-__all__ = ["as_text", "pageable", "printable", "referenced_paths"]
+__all__ = ["as_text", "evicted_paths", "pageable", "printable", "referenced_paths"]
 
 
 _MEDIA = (BinaryContent, FileUrl)
@@ -63,21 +63,20 @@ def printable(text: str) -> str:
     return f"[binary data, {len(raw):,} bytes; the first {len(head)} in hex:]\n" + "\n".join(rows)
 
 
+def evicted_paths(message: ModelMessage) -> list[str]:
+    """The evicted files that the previews in `message` point to."""
+    paths: list[str] = []
+    for part in message.parts:
+        metadata: Any = part.metadata if isinstance(part, ToolReturnPart) else None
+        info: Any = cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
+        if isinstance(info, dict) and isinstance(path := cast(dict[str, Any], info).get("path"), str):
+            paths.append(path)
+    return paths
+
+
 def referenced_paths(messages: Sequence[ModelMessage]) -> list[str]:
     """The evicted files that previews in `messages` point to."""
-    paths: list[str] = []
-    for message in messages:
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            metadata: Any = part.metadata if isinstance(part, ToolReturnPart) else None
-            info: Any = (
-                cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
-            )
-            path: Any = cast(dict[str, Any], info).get("path") if isinstance(info, dict) else None
-            if isinstance(path, str):
-                paths.append(path)
-    return paths
+    return [path for message in messages if isinstance(message, ModelRequest) for path in evicted_paths(message)]
 
 
 def pageable(text: str, kind: str) -> str:

@@ -22,13 +22,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-from pydantic_ai.messages import ModelMessage, ToolReturnPart
+from typing import Any, TypeVar
 
 from summarization_pydantic_ai.store import StoredRecord, read_records
 
-from ..eviction import EVICTION_METADATA_KEY
+from ..eviction._content import evicted_paths
 from ._text import message_text, space_cjk
 
 __all__ = ["Hit", "IndexDiscardedError", "Pending", "SessionIndex", "evicted_paths"]
@@ -72,17 +70,6 @@ class Hit:
 
 class IndexDiscardedError(RuntimeError):
     """The index file was corrupt and has been removed: update it again (it is rebuilt from the history)."""
-
-
-def evicted_paths(message: ModelMessage) -> list[str]:
-    """Paths of tool outputs this message evicted (their full text is indexed with the message)."""
-    paths: list[str] = []
-    for part in message.parts:
-        metadata: Any = part.metadata if isinstance(part, ToolReturnPart) else None
-        info: Any = cast(dict[str, Any], metadata).get(EVICTION_METADATA_KEY) if isinstance(metadata, dict) else None
-        if isinstance(info, dict) and isinstance(path := cast(dict[str, Any], info).get("path"), str):
-            paths.append(path)
-    return paths
 
 
 @dataclass(frozen=True)

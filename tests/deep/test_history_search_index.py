@@ -162,22 +162,11 @@ async def test_an_edit_recorded_through_the_store_is_found_by_its_new_text(tmp_p
     edited = ModelResponse(parts=[TextPart("the deploy window is thursday")])
     edited.metadata = original[1].metadata
     _append(path, [edited])  # the store records a new version of the message (same id)
+    assert (await search.search("thursday")).total_shown == 1
+    assert (await search.search("monday")).total_shown == 0
     _append(path, _messages(["later: zebra"]))
     assert (await search.search("zebra")).total_shown == 1
     assert search.index_for(path).indexed_records() == 3  # an edit is never a second row
-
-
-async def test_an_edit_appended_as_a_version_by_the_store_replaces_the_old_text(tmp_path: Path) -> None:
-    path = tmp_path / "messages.json"
-    original = _messages(["first words", "the deploy window is monday"])
-    _append(path, original)
-    search = HistoryArchiveSearch(messages_path=path)
-    assert (await search.search("monday")).total_shown == 1
-    edited = ModelResponse(parts=[TextPart("the deploy window is thursday")])
-    edited.metadata = original[1].metadata
-    _append(path, [edited])
-    assert (await search.search("thursday")).total_shown == 1
-    assert (await search.search("monday")).total_shown == 0
 
 
 # -- session ids -----------------------------------------------------------------------------------------------------
