@@ -12,6 +12,9 @@ from ._counters import ProviderTokenCounter, TiktokenCounter, UsageAnchoredCount
 from ._cursor import CursorTable, HistoryChange, HistoryCursor
 from ._cutoff import find_safe_cutoff
 from ._events import (
+    AgentCompressionCompleted,
+    AgentCompressionFallback,
+    AgentCompressionRequested,
     CallbackFailed,
     CompactionCompleted,
     CompactionFailed,
@@ -50,7 +53,16 @@ from ._tokens import (
     estimate_message_tokens,
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
-from .context_manager import ContextManagerMiddleware, ContextUsage, Truncation, truncate_output, truncate_text
+from .context_manager import (
+    DEFAULT_COMPRESSION_REQUEST,
+    AgentDrivenCompression,
+    ContextManagerMiddleware,
+    ContextUsage,
+    MemoryReader,
+    Truncation,
+    truncate_output,
+    truncate_text,
+)
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
@@ -84,10 +96,15 @@ from .summarize import (
 )
 
 __all__ = [
+    "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_SUMMARY_PROMPT",
     "MESSAGE_ID_KEY",
     "SUMMARY_METADATA_KEY",
+    "AgentCompressionCompleted",
+    "AgentCompressionFallback",
+    "AgentCompressionRequested",
+    "AgentDrivenCompression",
     "CallbackFailed",
     "ClearToolResultsProcessor",
     "CompactionCompleted",
@@ -117,6 +134,7 @@ __all__ = [
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
+    "MemoryReader",
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",

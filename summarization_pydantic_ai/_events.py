@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 __all__ = [
+    "AgentCompressionCompleted",
+    "AgentCompressionFallback",
+    "AgentCompressionRequested",
     "CallbackFailed",
     "CompactionCompleted",
     "CompactionFailed",
@@ -153,6 +156,42 @@ class LimitWarningIssued:
     text: str
 
 
+@dataclass(frozen=True)
+class AgentCompressionRequested:
+    """The agent was asked to write its memory file and call `compression_complete` (attempt `attempt`)."""
+
+    processor: str
+    attempt: int
+    tokens: int
+    max_tokens: int
+    path: str
+    previous_failure: str | None = None
+    """Why the previous attempt failed (not written, ignored, too long), for attempts after the first."""
+
+
+@dataclass(frozen=True)
+class AgentCompressionCompleted:
+    """The agent wrote its memory; the history was cut to the target and the memory injected."""
+
+    processor: str
+    attempt: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    memory_tokens: int
+    path: str
+
+
+@dataclass(frozen=True)
+class AgentCompressionFallback:
+    """Every attempt failed: the history was compacted algorithmically instead (a summary)."""
+
+    processor: str
+    attempts: int
+    reason: str
+
+
 ContextEvent: TypeAlias = (
     CompactionStarted
     | CompactionCompleted
@@ -165,6 +204,9 @@ ContextEvent: TypeAlias = (
     | WindowTrimmed
     | ToolResultsCleared
     | LimitWarningIssued
+    | AgentCompressionRequested
+    | AgentCompressionCompleted
+    | AgentCompressionFallback
 )
 
 EventCallback: TypeAlias = Callable[[ContextEvent], Awaitable[None] | None]

@@ -1,0 +1,367 @@
+"""`AgentDrivenCompression`: near the limit the agent writes its own memory, then the history is cut down to it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from .._compaction import SummaryOutcome, assemble_merged, build_summary_message, plan_compaction
+from .._counters import UsageAnchoredCounter
+from .._events import (
+    AgentCompressionCompleted,
+    AgentCompressionFallback,
+    AgentCompressionRequested,
+    CompactionSkipped,
+    EventCallback,
+    emit_event,
+)
+from .._sizes import Measure
+from .._tokens import RequestInfo, TokenCounter, estimate_text_tokens
+from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens, resolve_budget
+from ..processors._summarization import new_problems
+from ..store import HistoryStore
+from ._capability import ContextManagerMiddleware
+from ._compress import _link_summary  # pyright: ignore[reportPrivateUsage]
+from ._memory_file import MemoryReader, Snapshot, check_relative_path, problem_with, read_local, read_with
+from ._state import RunState, record_new_messages
+
+__all__ = ["DEFAULT_COMPRESSION_REQUEST", "AgentDrivenCompression", "MemoryReader"]
+
+NAME = "AgentDrivenCompression"
+TOOL_NAME = "compression_complete"
+
+DEFAULT_COMPRESSION_REQUEST = """\
+[Context compression request] Your context is {pct:.0%} full and is about to be compacted. Before you go on:
+1. With your file tools, write a short-term memory to `{path}`: the user's latest request, what you have done so \
+far, decisions and why, the files you created or changed, errors and how they were fixed, the current state and \
+the next steps. Keep it under about {limit} tokens.
+{long_term}Then call `{tool}` (after the write has returned). The conversation so far will then be replaced by that \
+file plus the most recent messages, so write down everything you need to continue the task."""
+"""The request shown to the agent. Placeholders: `{path}`, `{long_term}`, `{limit}`, `{tool}`, `{pct}`."""
+
+_LONG_TERM = (
+    "2. Optionally, add what should outlive this task (conventions, the user's preferences, lasting decisions) to "
+    "`{path}`; that file is not replaced.\n"
+)
+
+
+@dataclass
+class _Attempt:
+    number: int
+    baseline: Snapshot
+    requests: int = 0
+    """Model requests that carried the compression request in this attempt."""
+
+
+@dataclass
+class _AgentRunState:
+    armed: bool = True
+    attempt: _Attempt | None = None
+    memory: str | None = None
+    """The verified memory, injected at the next model request."""
+    fallback: str | None = None
+    """Why every attempt failed: compact algorithmically at the next model request."""
+    tokens: int = 0
+    budget: int = 1
+    attempts_used: int = 0
+
+
+@dataclass
+class AgentDrivenCompression(AbstractCapability[Any]):
+    """Let the agent compress its own context: at `trigger` of the budget it is asked to write a memory file and
+    to call `compression_complete`; then the history is cut to `target_ratio` of the budget and the file's content
+    takes the place of what was cut (the latest user request is kept verbatim).
+
+    The file must have been written since the request (checked under `root`, or through `reader`). An attempt
+    that writes nothing, or that the agent ignores for `attempt_steps` model requests, fails; after
+    `max_attempts` failures the history is compacted algorithmically instead (by `middleware` when given).
+
+    Example:
+        ```python
+        compression = AgentDrivenCompression(max_tokens=200_000, root='workspace')
+        agent = Agent('openai:gpt-4.1', capabilities=[compression], tools=[write_file])
+        ```
+    """
+
+    max_tokens: int | None = None
+    """The context window; default: from `model_name` or the run's model, else 200,000."""
+    model_name: str | None = None
+    trigger: float = 0.75
+    """Ask for the memory when a request reaches this fraction of the budget."""
+    target_ratio: float = 0.20
+    """After the memory is written, cut the history down to about this fraction of the budget."""
+    max_attempts: int = 2
+    attempt_steps: int = 3
+    """Model requests one attempt may take (write, write, `compression_complete`) before it counts as ignored."""
+    root: str | os.PathLike[str] = "."
+    """The directory the memory paths are relative to (local filesystem, when no `reader` is given)."""
+    short_term_path: str = "memory/short_term/recent.md"
+    long_term_path: str | None = "memory/long_term/notes.md"
+    """Where the agent may keep notes that outlive the task (suggested to it, not checked); `None`: not mentioned."""
+    reader: MemoryReader | None = None
+    """Read the memory file another way, e.g. `lambda ctx, path: ctx.deps.backend.read(path)` (pydantic_deep)."""
+    token_counter: TokenCounter = field(default_factory=UsageAnchoredCounter)
+    middleware: ContextManagerMiddleware | None = None
+    """Records the messages before they are cut, and does the fallback compaction."""
+    history_store: HistoryStore | None = None
+    """Without a middleware: a store that records the messages before they are cut."""
+    summarization_model: Any = None
+    """Summarizer of the fallback when there is no `middleware` (`None`: the deterministic one)."""
+    request_template: str = DEFAULT_COMPRESSION_REQUEST
+    event_callback: EventCallback | None = None
+    reserve_output_tokens: int = 0
+    _run: _AgentRunState | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.trigger < 1:
+            raise ValueError(f"trigger must be a fraction in (0, 1), got {self.trigger!r}")
+        if not 0 < self.target_ratio < self.trigger:
+            raise ValueError(
+                f"target_ratio must be in (0, trigger={self.trigger!r}) or every compression would fire again, "
+                f"got {self.target_ratio!r}"
+            )
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts!r}")
+        if self.attempt_steps < 1:
+            raise ValueError(f"attempt_steps must be >= 1, got {self.attempt_steps!r}")
+        if self.reserve_output_tokens < 0:
+            raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+        if self.middleware is not None and self.history_store is not None:
+            raise ValueError("pass either middleware (which has its own store) or history_store, not both")
+        if self.reader is not None and not callable(self.reader):
+            raise TypeError(f"reader must be a callable (ctx, path) -> text, got {self.reader!r}")
+        check_counter(self.token_counter)
+        self.short_term_path = check_relative_path(self.short_term_path, "short_term_path")
+        if self.long_term_path is not None:
+            self.long_term_path = check_relative_path(self.long_term_path, "long_term_path")
+        try:
+            self._request_text(_AgentRunState())
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"request_template: {exc!r}; placeholders are {{path}}, {{long_term}}, {{limit}}, {{tool}}, {{pct}}"
+            ) from exc
+
+    # -- capability hooks ----------------------------------------------------------------------------------------
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
+        clone = replace(self)
+        clone._run = _AgentRunState()
+        return clone
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        state = self._run
+        if state is None:
+            return request_context  # only a run has the file tools and the tool this needs
+        messages = request_context.messages
+        run = RunInfo(ctx, _request_info(request_context))
+        state.budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, True) or 1
+        threshold = int(self.trigger * state.budget)
+        size = await measure(messages, self.token_counter, run, state.budget, threshold)
+        state.tokens = size.tokens
+        attempt = state.attempt
+        if attempt is not None and attempt.requests >= self.attempt_steps:
+            reason = f"{TOOL_NAME} was not called within {self.attempt_steps} model requests"
+            await self._attempt_failed(state, ctx, reason)
+        if state.memory is not None:
+            result = await self._compact_to_memory(messages, size, state, ctx, run)
+        elif state.fallback is not None:
+            result = await self._fall_back(messages, state, ctx)
+        else:
+            await self._maybe_request(state, ctx, over=size.tokens >= threshold)
+            return request_context
+        if result is not messages:
+            ctx.messages[:] = result
+            request_context.messages = list(result)
+        return request_context
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        # Shown on the wire only, never written into the run's history: the history keeps the user's own latest
+        # request as its latest request, and a recorder sees no prompt the user did not write.
+        state = self._run
+        messages = request_context.messages
+        if state is None or state.attempt is None or not messages or not isinstance(messages[-1], ModelRequest):
+            return request_context
+        last = messages[-1]
+        asked = replace(last, parts=[*last.parts, UserPromptPart(self._request_text(state))])
+        request_context.messages = [*messages[:-1], asked]
+        return request_context
+
+    def get_toolset(self) -> Any:
+        toolset: FunctionToolset[Any] = FunctionToolset()
+        toolset.add_function(self._compression_complete, name=TOOL_NAME, takes_ctx=True, sequential=True)
+        return toolset
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None
+
+    # -- the attempt ---------------------------------------------------------------------------------------------
+
+    async def _compression_complete(self, ctx: RunContext[Any]) -> str:
+        """Call this after writing your memory file, when asked to compress your context."""
+        state = self._run
+        attempt = state.attempt if state is not None else None
+        if state is None or attempt is None:
+            return "No context compression was requested; carry on with the task."
+        snapshot = await self._snapshot(ctx)
+        problem = problem_with(snapshot, attempt.baseline, self.short_term_path, self._limit(state))
+        if problem is None:
+            state.memory, state.attempt = snapshot.text, None
+            return "Memory saved. The conversation will be replaced by it before your next step; continue the task."
+        await self._attempt_failed(state, ctx, problem)
+        if state.fallback is not None:
+            return f"{problem}. No attempts left: the conversation will be summarized automatically; carry on."
+        return f"{problem}. Write the file with your file tools, then call {TOOL_NAME} again."
+
+    async def _maybe_request(self, state: _AgentRunState, ctx: RunContext[Any], *, over: bool) -> None:
+        if state.attempt is not None:
+            state.attempt.requests += 1
+            return
+        if not over:
+            state.armed = True
+            return
+        if state.armed:
+            state.armed = False  # once per crossing: re-armed when a measure falls below the trigger
+            await self._start_attempt(state, ctx, 1, None)
+            assert state.attempt is not None
+            state.attempt.requests = 1
+
+    async def _start_attempt(
+        self, state: _AgentRunState, ctx: RunContext[Any], number: int, previous_failure: str | None
+    ) -> None:
+        state.attempt = _Attempt(number, await self._snapshot(ctx))
+        state.attempts_used = number
+        event = AgentCompressionRequested(
+            NAME, number, state.tokens, state.budget, self.short_term_path, previous_failure
+        )
+        await emit_event(self.event_callback, event)
+
+    async def _attempt_failed(self, state: _AgentRunState, ctx: RunContext[Any], reason: str) -> None:
+        attempt = state.attempt
+        assert attempt is not None
+        if attempt.number >= self.max_attempts:
+            state.attempt = None
+            state.fallback = f"{attempt.number} attempt(s) failed; the last: {reason}"
+        else:
+            await self._start_attempt(state, ctx, attempt.number + 1, reason)
+
+    async def _snapshot(self, ctx: RunContext[Any]) -> Snapshot:
+        if self.reader is not None:
+            return await read_with(self.reader, ctx, self.short_term_path)
+        return read_local(self.root, self.short_term_path)
+
+    def _limit(self, state: _AgentRunState) -> int:
+        """The memory may take half the target; the rest is for the most recent messages."""
+        return max(int(self.target_ratio * state.budget) // 2, 1)
+
+    def _request_text(self, state: _AgentRunState) -> str:
+        long_term = _LONG_TERM.format(path=self.long_term_path) if self.long_term_path else ""
+        pct = state.tokens / state.budget if state.budget else 0.0
+        return self.request_template.format(
+            path=self.short_term_path, long_term=long_term, limit=self._limit(state), tool=TOOL_NAME, pct=pct
+        )
+
+    # -- cutting the history -------------------------------------------------------------------------------------
+
+    async def _compact_to_memory(
+        self, messages: list[ModelMessage], before: Measure, state: _AgentRunState, ctx: RunContext[Any], run: RunInfo
+    ) -> list[ModelMessage]:
+        text, number = memory_text(state.memory or "", self.short_term_path), state.attempts_used
+        state.memory = None
+        memory_tokens = estimate_text_tokens(text)
+        # The target holds the whole request: the memory, the instructions and tool definitions, the recent tail.
+        keep = max(int(self.target_ratio * state.budget) - memory_tokens - run.request.overhead_tokens, 0)
+        try:
+            built = memory_history(messages, text, keep_tokens=keep)
+        except Exception as exc:  # never expected; the fallback still compacts, and the run goes on
+            state.fallback = f"the memory could not be injected: {type(exc).__name__}: {exc}"
+            return await self._fall_back(messages, state, ctx)
+        if built is None:
+            skipped = CompactionSkipped(
+                NAME, "nothing to cut besides the in-flight exchange", before.tokens, len(messages)
+            )
+            await emit_event(self.event_callback, skipped)
+            return messages
+        result, merged = built
+        await self._record(ctx, messages, result, merged)
+        after = await measure(result, self.token_counter, run, state.budget, None)
+        event = AgentCompressionCompleted(
+            NAME, number, len(messages), len(result), before.tokens, after.tokens, memory_tokens, self.short_term_path
+        )
+        await emit_event(self.event_callback, event)
+        return result
+
+    async def _record(
+        self, ctx: RunContext[Any], messages: list[ModelMessage], result: list[ModelMessage], merged: ModelRequest
+    ) -> None:
+        """Everything is in the store before the working history loses it; then the memory message, linked."""
+        store = self._store(ctx)
+        if store is None:
+            return
+        await record_new_messages(RunState(), messages, store)
+        _link_summary(result, merged)
+        await store.append([merged])
+
+    def _store(self, ctx: RunContext[Any]) -> HistoryStore | None:
+        if self.middleware is not None:
+            return self.middleware._store_for_run(ctx)  # pyright: ignore[reportPrivateUsage]
+        return self.history_store
+
+    async def _fall_back(
+        self, messages: list[ModelMessage], state: _AgentRunState, ctx: RunContext[Any]
+    ) -> list[ModelMessage]:
+        reason, state.fallback = state.fallback or "", None
+        await emit_event(self.event_callback, AgentCompressionFallback(NAME, state.attempts_used, reason))
+        store = self._store(ctx)
+        if store is not None:
+            await record_new_messages(RunState(), messages, store)
+        compactor = self.middleware or ContextManagerMiddleware(
+            max_tokens=state.budget,
+            keep=("tokens", int(self.target_ratio * state.budget)),
+            summarization_model=self.summarization_model,
+            history_store=self.history_store,
+            event_callback=self.event_callback,
+        )
+        return await compactor.compact(messages)
+
+
+def memory_text(memory: str, path: str) -> str:
+    """The memory as the agent will find it in its history: labelled with where it came from."""
+    return f"[Memory written by the agent to {path} before the conversation was compacted]\n\n{memory.strip()}"
+
+
+def memory_history(
+    messages: list[ModelMessage], text: str, *, keep_tokens: int
+) -> tuple[list[ModelMessage], ModelRequest] | None:
+    """The history cut to its most recent `keep_tokens` (pair-safe, the in-flight exchange always kept) with
+    `text` in place of the rest, as a summary (`CompactionPart`) that carries the latest user request verbatim
+    when that request was cut. Returns (history, the summary message), or `None` when nothing can be cut."""
+    plan = plan_compaction(messages, ("tokens", keep_tokens))
+    if plan is None:
+        return None
+    summary = build_summary_message(plan, SummaryOutcome(text, "agent-memory", 0.0), focus=None)
+    result, merged = assemble_merged(messages, plan, summary)
+    problems = new_problems(messages, result)
+    if problems:
+        raise RuntimeError(f"the compacted history would be invalid: {problems}")
+    return result, merged
+
+
+def _request_info(request_context: ModelRequestContext) -> RequestInfo:
+    return RequestInfo(
+        model=request_context.model,
+        model_settings=request_context.model_settings,
+        model_request_parameters=request_context.model_request_parameters,
+        overhead_tokens=request_overhead_tokens(request_context),
+    )
