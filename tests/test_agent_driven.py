@@ -336,3 +336,32 @@ def test_backslash_paths_are_normalized() -> None:
     assert AgentDrivenCompression(short_term_path="mem\\recent.md").short_term_path == "mem/recent.md"
     with pytest.raises(ValueError, match="must stay inside the memory root"):
         AgentDrivenCompression(short_term_path="mem\\..\\..\\recent.md")
+
+
+async def test_a_chat_agent_that_answers_instead_counts_across_runs_then_falls_back(tmp_path: Path) -> None:
+    """Each run is one answer: a run ends in the middle of the compression, and its attempt still counts."""
+    events: list[ContextEvent] = []
+    compression = AgentDrivenCompression(max_tokens=MAX_TOKENS, root=tmp_path, event_callback=events.append)
+    asked_in: list[int] = []
+    run = 0
+
+    def chat(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if asked(messages[-1]):
+            asked_in.append(run)
+        return ModelResponse(parts=[TextPart(f"answer {run}: " + "f returns 42. " * 120)])
+
+    agent: Agent[None, str] = Agent(FunctionModel(chat), capabilities=[compression])
+    history: list[ModelMessage] | None = None
+    while not of(AgentCompressionFallback, events) and run < 30:
+        run += 1
+        result = await agent.run(f"question {run}", message_history=history)
+        history = result.all_messages()
+        assert validate_history(history, for_request=False) == []
+    first, second = of(AgentCompressionRequested, events)
+    assert (first.attempt, second.attempt) == (1, 2)
+    assert second.previous_failure == "the run ended before compression_complete was called"
+    assert asked_in == [run - 2, run - 1]  # asked in two runs; the third run compacts before its request
+    [fallback] = of(AgentCompressionFallback, events)
+    assert fallback.attempts == 2
+    assert history is not None and any(map(is_summary_message, history))
+    assert f"question {run}" in user_prompts(history)

@@ -27,6 +27,7 @@ from .._tokens import RequestInfo, TokenCounter, estimate_text_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens, resolve_budget
 from ..processors._summarization import new_problems
 from ..store import HistoryStore
+from ._agent_state import Attempt, CompressionRunState, Unfinished
 from ._capability import ContextManagerMiddleware
 from ._compress import _link_summary  # pyright: ignore[reportPrivateUsage]
 from ._memory_file import MemoryReader, Snapshot, check_relative_path, problem_with, read_local, read_with
@@ -46,31 +47,12 @@ the next steps. Keep it under about {limit} tokens.
 file plus the most recent messages, so write down everything you need to continue the task."""
 """The request shown to the agent. Placeholders: `{path}`, `{long_term}`, `{limit}`, `{tool}`, `{pct}`."""
 
+_RUN_ENDED = f"the run ended before {TOOL_NAME} was called"
+
 _LONG_TERM = (
     "2. Optionally, add what should outlive this task (conventions, the user's preferences, lasting decisions) to "
     "`{path}`; that file is not replaced.\n"
 )
-
-
-@dataclass
-class _Attempt:
-    number: int
-    baseline: Snapshot
-    requests: int = 0
-    """Model requests that carried the compression request in this attempt."""
-
-
-@dataclass
-class _AgentRunState:
-    armed: bool = True
-    attempt: _Attempt | None = None
-    memory: str | None = None
-    """The verified memory, injected at the next model request."""
-    fallback: str | None = None
-    """Why every attempt failed: compact algorithmically at the next model request."""
-    tokens: int = 0
-    budget: int = 1
-    attempts_used: int = 0
 
 
 @dataclass
@@ -117,7 +99,9 @@ class AgentDrivenCompression(AbstractCapability[Any]):
     request_template: str = DEFAULT_COMPRESSION_REQUEST
     event_callback: EventCallback | None = None
     reserve_output_tokens: int = 0
-    _run: _AgentRunState | None = field(default=None, init=False, repr=False, compare=False)
+    _unfinished: Unfinished = field(default_factory=Unfinished, repr=False, compare=False)
+    """Shared by the per-run copies: compressions a run ended in the middle of, for the conversation's next run."""
+    _run: CompressionRunState | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.trigger < 1:
@@ -142,7 +126,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         if self.long_term_path is not None:
             self.long_term_path = check_relative_path(self.long_term_path, "long_term_path")
         try:
-            self._request_text(_AgentRunState())
+            self._request_text(CompressionRunState())
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
                 f"request_template: {exc!r}; placeholders are {{path}}, {{long_term}}, {{limit}}, {{tool}}, {{pct}}"
@@ -152,7 +136,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         clone = replace(self)
-        clone._run = _AgentRunState()
+        clone._run = CompressionRunState()
         return clone
 
     async def before_model_request(
@@ -167,6 +151,9 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         threshold = int(self.trigger * state.budget)
         size = await measure(messages, self.token_counter, run, state.budget, threshold)
         state.tokens = size.tokens
+        if not state.restored:
+            state.restored = True
+            self._restore(state, ctx)
         attempt = state.attempt
         if attempt is not None and attempt.requests >= self.attempt_steps:
             reason = f"{TOOL_NAME} was not called within {self.attempt_steps} model requests"
@@ -197,6 +184,14 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         request_context.messages = [*messages[:-1], asked]
         return request_context
 
+    async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
+        # A run can end in the middle of a compression (the agent answered instead): its attempts still count.
+        state = self._run
+        carried = state.unfinished() if state is not None else None
+        if carried is not None and ctx.conversation_id:
+            self._unfinished.put(ctx.conversation_id, carried)
+        return result
+
     def get_toolset(self) -> Any:
         toolset: FunctionToolset[Any] = FunctionToolset()
         toolset.add_function(self._compression_complete, name=TOOL_NAME, takes_ctx=True, sequential=True)
@@ -224,7 +219,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return f"{problem}. No attempts left: the conversation will be summarized automatically; carry on."
         return f"{problem}. Write the file with your file tools, then call {TOOL_NAME} again."
 
-    async def _maybe_request(self, state: _AgentRunState, ctx: RunContext[Any], *, over: bool) -> None:
+    async def _maybe_request(self, state: CompressionRunState, ctx: RunContext[Any], *, over: bool) -> None:
         if state.attempt is not None:
             state.attempt.requests += 1
             return
@@ -233,21 +228,38 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return
         if state.armed:
             state.armed = False  # once per crossing: re-armed when a measure falls below the trigger
-            await self._start_attempt(state, ctx, 1, None)
+            previous = _RUN_ENDED if state.failed_before else None
+            await self._start_attempt(state, ctx, state.failed_before + 1, previous)
+            state.failed_before = 0
             assert state.attempt is not None
             state.attempt.requests = 1
 
+    def _restore(self, state: CompressionRunState, ctx: RunContext[Any]) -> None:
+        """Take over what the conversation's previous run left unfinished."""
+        carried = self._unfinished.take(ctx.conversation_id) if ctx.conversation_id else None
+        if carried is None:
+            return
+        state.attempts_used = carried.attempts
+        if carried.memory is not None:
+            state.memory = carried.memory
+        elif carried.fallback is not None:
+            state.fallback = carried.fallback
+        elif carried.attempts >= self.max_attempts:
+            state.fallback = f"{carried.attempts} attempt(s) failed; the last: {_RUN_ENDED}"
+        else:
+            state.failed_before = carried.attempts
+
     async def _start_attempt(
-        self, state: _AgentRunState, ctx: RunContext[Any], number: int, previous_failure: str | None
+        self, state: CompressionRunState, ctx: RunContext[Any], number: int, previous_failure: str | None
     ) -> None:
-        state.attempt = _Attempt(number, await self._snapshot(ctx))
+        state.attempt = Attempt(number, await self._snapshot(ctx))
         state.attempts_used = number
         event = AgentCompressionRequested(
             NAME, number, state.tokens, state.budget, self.short_term_path, previous_failure
         )
         await emit_event(self.event_callback, event)
 
-    async def _attempt_failed(self, state: _AgentRunState, ctx: RunContext[Any], reason: str) -> None:
+    async def _attempt_failed(self, state: CompressionRunState, ctx: RunContext[Any], reason: str) -> None:
         attempt = state.attempt
         assert attempt is not None
         if attempt.number >= self.max_attempts:
@@ -261,11 +273,11 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return await read_with(self.reader, ctx, self.short_term_path)
         return read_local(self.root, self.short_term_path)
 
-    def _limit(self, state: _AgentRunState) -> int:
+    def _limit(self, state: CompressionRunState) -> int:
         """The memory may take half the target; the rest is for the most recent messages."""
         return max(int(self.target_ratio * state.budget) // 2, 1)
 
-    def _request_text(self, state: _AgentRunState) -> str:
+    def _request_text(self, state: CompressionRunState) -> str:
         long_term = _LONG_TERM.format(path=self.long_term_path) if self.long_term_path else ""
         pct = state.tokens / state.budget if state.budget else 0.0
         return self.request_template.format(
@@ -275,7 +287,12 @@ class AgentDrivenCompression(AbstractCapability[Any]):
     # -- cutting the history -------------------------------------------------------------------------------------
 
     async def _compact_to_memory(
-        self, messages: list[ModelMessage], before: Measure, state: _AgentRunState, ctx: RunContext[Any], run: RunInfo
+        self,
+        messages: list[ModelMessage],
+        before: Measure,
+        state: CompressionRunState,
+        ctx: RunContext[Any],
+        run: RunInfo,
     ) -> list[ModelMessage]:
         text, number = memory_text(state.memory or "", self.short_term_path), state.attempts_used
         state.memory = None
@@ -319,7 +336,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         return self.history_store
 
     async def _fall_back(
-        self, messages: list[ModelMessage], state: _AgentRunState, ctx: RunContext[Any]
+        self, messages: list[ModelMessage], state: CompressionRunState, ctx: RunContext[Any]
     ) -> list[ModelMessage]:
         reason, state.fallback = state.fallback or "", None
         await emit_event(self.event_callback, AgentCompressionFallback(NAME, state.attempts_used, reason))
