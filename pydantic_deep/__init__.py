@@ -8,7 +8,7 @@ PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddlewa
 It imports `summarization_pydantic_ai`, never the reverse.
 """
 
-from .agent import DEFAULT_INSTRUCTIONS, create_deep_agent, session_messages_path
+from .agent import DEFAULT_INSTRUCTIONS, backend_memory_reader, create_deep_agent, session_messages_path
 from .backends import (
     BackendError,
     BackendProtocol,
@@ -52,6 +52,7 @@ __all__ = [
     "StateBackend",
     "Todo",
     "TodoCapability",
+    "backend_memory_reader",
     "create_deep_agent",
     "session_messages_path",
 ]

@@ -20,7 +20,13 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import FunctionToolset
 
-from summarization_pydantic_ai import ContextManagerMiddleware
+from summarization_pydantic_ai import (
+    AgentDrivenCompression,
+    ContextManagerMiddleware,
+    TokenCounter,
+    UsageAnchoredCounter,
+    count_tokens_approximately,
+)
 
 from .deps import DeepAgentDeps
 from .eviction import EvictionProcessor
@@ -30,7 +36,7 @@ from .memory import AgentMemoryToolset
 from .patch import PatchToolCalls
 from .todos import TodoCapability
 
-__all__ = ["DEFAULT_INSTRUCTIONS", "create_deep_agent", "session_messages_path"]
+__all__ = ["DEFAULT_INSTRUCTIONS", "backend_memory_reader", "create_deep_agent", "session_messages_path"]
 
 DEFAULT_INSTRUCTIONS = """\
 You are a careful agent working in a virtual file system (paths start at /).
@@ -43,6 +49,15 @@ For multi-step work keep a todo list with write_todos and update it as you go.""
 def session_messages_path(ctx: RunContext[Any]) -> Any:
     """The run's `messages.json` (`DeepAgentDeps.messages_path`), or `None` when the deps keep nothing on disk."""
     return getattr(ctx.deps, "messages_path", None)
+
+
+async def backend_memory_reader(ctx: RunContext[Any], path: str) -> str | None:
+    """Read the agent's memory file where its file tools write it: the run's `deps.backend`
+    (an `AgentDrivenCompression` `reader`). A missing file raises `FileNotFoundError`, which means "not written"."""
+    backend = getattr(ctx.deps, "backend", None)
+    if backend is None:
+        raise RuntimeError("the run's deps have no backend to read the memory file from (use DeepAgentDeps)")
+    return await backend.read(path)
 
 
 @dataclass
@@ -109,6 +124,7 @@ def create_deep_agent(
     tools: Sequence[Any] = (),
     toolsets: Sequence[Any] = (),
     context_manager: ContextManagerMiddleware | bool | None = True,
+    agent_driven: AgentDrivenCompression | bool | None = None,
     eviction: EvictionProcessor | bool | None = True,
     memory: AgentMemoryToolset | bool | None = None,
     history_search: HistoryArchiveSearch | bool | None = None,
@@ -126,6 +142,9 @@ def create_deep_agent(
         tools: extra tools; toolsets: extra toolsets.
         context_manager: a `ContextManagerMiddleware`, `True` for one writing
             `.pydantic-deep/sessions/<id>/messages.json` (per `DeepAgentDeps`), or `False`/`None` for none.
+        agent_driven: an `AgentDrivenCompression`, `True` for one that reads the memory file on `deps.backend`
+            (where `write_file` writes it), measures with the context manager's counter (usage-anchored when the
+            context manager is the default one) and records and falls back through it, or off.
         eviction: an `EvictionProcessor`, `True` for the defaults (20,000 tokens, `/large_tool_results/`), or off.
         memory: an `AgentMemoryToolset`, `True` for one in the run's session layout
             (`<deps.base_dir>/<deps.agent_name>/MEMORY.md`; with `base_dir=None`, on `deps.backend`), or off.
@@ -142,10 +161,12 @@ def create_deep_agent(
         result = await agent.run('Summarize the repository', deps=DeepAgentDeps())
         ```
     """
+    # With agent-driven compression both measure alike (usage-anchored), so its trigger comes first.
+    counter: TokenCounter = UsageAnchoredCounter() if agent_driven else count_tokens_approximately
     middleware = _pick(
         context_manager,
         ContextManagerMiddleware,
-        lambda: ContextManagerMiddleware(messages_path=session_messages_path),
+        lambda: ContextManagerMiddleware(messages_path=session_messages_path, token_counter=counter),
         "context_manager",
     )
     evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
@@ -162,6 +183,18 @@ def create_deep_agent(
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]
+    compression = _pick(
+        agent_driven,
+        AgentDrivenCompression,
+        lambda: AgentDrivenCompression(
+            reader=backend_memory_reader,
+            middleware=middleware,
+            token_counter=middleware.token_counter if middleware is not None else UsageAnchoredCounter(),
+        ),
+        "agent_driven",
+    )
+    if compression is not None:
+        spine.append(compression)  # after the middleware: it records what the request carries before the cut
     extras: list[Any] = [
         item
         for item in (

@@ -332,6 +332,13 @@ def test_middleware_and_history_store_are_exclusive(tmp_path: Path) -> None:
         AgentDrivenCompression(middleware=middleware, history_store=store)
 
 
+def test_a_middleware_that_would_compress_first_is_refused() -> None:
+    middleware = ContextManagerMiddleware(summarization_model=None, compress_threshold=0.7)
+    with pytest.raises(ValueError, match="the agent would never be asked"):
+        AgentDrivenCompression(middleware=middleware)
+    AgentDrivenCompression(middleware=middleware, trigger=0.6, target_ratio=0.2)
+
+
 def test_backslash_paths_are_normalized() -> None:
     assert AgentDrivenCompression(short_term_path="mem\\recent.md").short_term_path == "mem/recent.md"
     with pytest.raises(ValueError, match="must stay inside the memory root"):

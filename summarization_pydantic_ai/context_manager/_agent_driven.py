@@ -19,6 +19,7 @@ from .._events import (
     AgentCompressionFallback,
     AgentCompressionRequested,
     CompactionSkipped,
+    ContextEvent,
     EventCallback,
     emit_event,
 )
@@ -73,7 +74,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
     """
 
     max_tokens: int | None = None
-    """The context window; default: from `model_name` or the run's model, else 200,000."""
+    """The context window; default: the middleware's, else from `model_name` or the run's model, else 200,000."""
     model_name: str | None = None
     trigger: float = 0.75
     """Ask for the memory when a request reaches this fraction of the budget."""
@@ -98,6 +99,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
     """Summarizer of the fallback when there is no `middleware` (`None`: the deterministic one)."""
     request_template: str = DEFAULT_COMPRESSION_REQUEST
     event_callback: EventCallback | None = None
+    """Receives the `AgentCompression*` events; unset, the middleware's `event_callback` does."""
     reserve_output_tokens: int = 0
     _unfinished: Unfinished = field(default_factory=Unfinished, repr=False, compare=False)
     """Shared by the per-run copies: compressions a run ended in the middle of, for the conversation's next run."""
@@ -117,6 +119,11 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             raise ValueError(f"attempt_steps must be >= 1, got {self.attempt_steps!r}")
         if self.reserve_output_tokens < 0:
             raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
+        if self.middleware is not None and self.middleware.compress_threshold <= self.trigger:
+            raise ValueError(
+                f"the middleware compresses at {self.middleware.compress_threshold!r} of the budget, not after "
+                f"trigger={self.trigger!r}: the agent would never be asked; lower trigger or raise compress_threshold"
+            )
         if self.middleware is not None and self.history_store is not None:
             raise ValueError("pass either middleware (which has its own store) or history_store, not both")
         if self.reader is not None and not callable(self.reader):
@@ -147,7 +154,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return request_context  # only a run has the file tools and the tool this needs
         messages = request_context.messages
         run = RunInfo(ctx, _request_info(request_context))
-        state.budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, True) or 1
+        state.budget = self._budget(run)
         threshold = int(self.trigger * state.budget)
         size = await measure(messages, self.token_counter, run, state.budget, threshold)
         state.tokens = size.tokens
@@ -219,6 +226,14 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return f"{problem}. No attempts left: the conversation will be summarized automatically; carry on."
         return f"{problem}. Write the file with your file tools, then call {TOOL_NAME} again."
 
+    def _budget(self, run: RunInfo) -> int:
+        """The window minus the output reserve; unset, the middleware's settings, so both share one budget."""
+        max_tokens, model_name, reserve = self.max_tokens, self.model_name, self.reserve_output_tokens
+        if self.middleware is not None and max_tokens is None and model_name is None:
+            max_tokens, model_name = self.middleware.max_tokens, self.middleware.model_name
+            reserve = reserve or self.middleware.reserve_output_tokens
+        return resolve_budget(max_tokens, model_name, reserve, run, True) or 1
+
     async def _maybe_request(self, state: CompressionRunState, ctx: RunContext[Any], *, over: bool) -> None:
         if state.attempt is not None:
             state.attempt.requests += 1
@@ -257,7 +272,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         event = AgentCompressionRequested(
             NAME, number, state.tokens, state.budget, self.short_term_path, previous_failure
         )
-        await emit_event(self.event_callback, event)
+        await self._emit(event)
 
     async def _attempt_failed(self, state: CompressionRunState, ctx: RunContext[Any], reason: str) -> None:
         attempt = state.attempt
@@ -267,6 +282,13 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             state.fallback = f"{attempt.number} attempt(s) failed; the last: {reason}"
         else:
             await self._start_attempt(state, ctx, attempt.number + 1, reason)
+
+    async def _emit(self, event: ContextEvent) -> None:
+        """To `event_callback`; unset, to the middleware's, so one callback sees the whole story."""
+        callback = self.event_callback
+        if callback is None and self.middleware is not None:
+            callback = self.middleware.event_callback
+        await emit_event(callback, event)
 
     async def _snapshot(self, ctx: RunContext[Any]) -> Snapshot:
         if self.reader is not None:
@@ -308,7 +330,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             skipped = CompactionSkipped(
                 NAME, "nothing to cut besides the in-flight exchange", before.tokens, len(messages)
             )
-            await emit_event(self.event_callback, skipped)
+            await self._emit(skipped)
             return messages
         result, merged = built
         await self._record(ctx, messages, result, merged)
@@ -316,7 +338,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         event = AgentCompressionCompleted(
             NAME, number, len(messages), len(result), before.tokens, after.tokens, memory_tokens, self.short_term_path
         )
-        await emit_event(self.event_callback, event)
+        await self._emit(event)
         return result
 
     async def _record(
@@ -339,7 +361,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         self, messages: list[ModelMessage], state: CompressionRunState, ctx: RunContext[Any]
     ) -> list[ModelMessage]:
         reason, state.fallback = state.fallback or "", None
-        await emit_event(self.event_callback, AgentCompressionFallback(NAME, state.attempts_used, reason))
+        await self._emit(AgentCompressionFallback(NAME, state.attempts_used, reason))
         store = self._store(ctx)
         if store is not None:
             await record_new_messages(RunState(), messages, store)
