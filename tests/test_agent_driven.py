@@ -27,8 +27,10 @@ from summarization_pydantic_ai import (
     AgentCompressionRequested,
     AgentDrivenCompression,
     CompactionCompleted,
+    CompactionFailed,
     ContextEvent,
     ContextManagerMiddleware,
+    JsonHistoryStore,
     UsageAnchoredCounter,
     get_message_id,
     is_summary_message,
@@ -258,6 +260,55 @@ async def test_everything_is_recorded_before_the_history_is_cut(tmp_path: Path) 
     assert sum(map(is_summary_message, records)) == 1
     loaded = await middleware.store.load()  # type: ignore[union-attr]
     assert validate_history(loaded, for_request=False) == []
+
+
+async def test_a_history_store_records_everything_and_the_memory(tmp_path: Path) -> None:
+    store = JsonHistoryStore.open(tmp_path / "messages.json")
+    events: list[ContextEvent] = []
+    compression = AgentDrivenCompression(
+        max_tokens=MAX_TOKENS, root=tmp_path, history_store=store, event_callback=events.append
+    )
+    model = Scripted("comply")
+    await make_agent(model, tmp_path, compression).run(PROMPT)
+    [completed] = of(AgentCompressionCompleted, events)
+    records = await store.load_all()
+    recorded = {get_message_id(m) for m in records}
+    last_before_cut = next(seen for seen in model.seen if any(map(is_summary_message, seen)))
+    before_cut = model.seen[model.seen.index(last_before_cut) - 1]
+    for message in before_cut:  # what the cut removed is in the store
+        if get_message_id(message) is not None:
+            assert get_message_id(message) in recorded
+        else:  # the copy the model was sent, with the request: recorded without it
+            parts = [
+                p
+                for p in message.parts
+                if not (isinstance(p, UserPromptPart) and "compression_complete" in str(p.content))
+            ]
+            assert message is before_cut[-1] and any(r.parts == parts for r in records)
+    assert sum(map(is_summary_message, records)) == 1
+    assert validate_history(await store.load(), for_request=False) == []
+    assert completed.messages_before > completed.messages_after
+
+
+async def test_when_recording_fails_nothing_is_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = JsonHistoryStore.open(tmp_path / "messages.json")
+
+    async def broken(messages: Any) -> int:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "append", broken)
+    events: list[ContextEvent] = []
+    compression = AgentDrivenCompression(
+        max_tokens=MAX_TOKENS, root=tmp_path, history_store=store, event_callback=events.append
+    )
+    model = Scripted("comply", reads=20)
+    result = await make_agent(model, tmp_path, compression).run(PROMPT)
+    [failed] = of(CompactionFailed, events)
+    assert failed.error == "OSError: disk full"
+    assert of(AgentCompressionCompleted, events) == []
+    history = result.all_messages()
+    assert not any(map(is_summary_message, history))
+    assert user_prompts(history) == [PROMPT] and validate_history(history, for_request=False) == []
 
 
 async def test_a_middleware_given_does_the_fallback(tmp_path: Path) -> None:

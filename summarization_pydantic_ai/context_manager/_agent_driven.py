@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -12,12 +13,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from .._compaction import SummaryOutcome, assemble_merged, build_summary_message, plan_compaction
 from .._counters import UsageAnchoredCounter
 from .._events import (
     AgentCompressionCompleted,
     AgentCompressionFallback,
     AgentCompressionRequested,
+    CompactionFailed,
     CompactionSkipped,
     ContextEvent,
     EventCallback,
@@ -26,15 +27,25 @@ from .._events import (
 from .._sizes import Measure
 from .._tokens import RequestInfo, TokenCounter, estimate_text_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens, resolve_budget
-from ..processors._summarization import new_problems
 from ..store import HistoryStore
 from ._agent_state import Attempt, CompressionRunState, Unfinished
 from ._capability import ContextManagerMiddleware
 from ._compress import _link_summary  # pyright: ignore[reportPrivateUsage]
-from ._memory_file import MemoryReader, Snapshot, check_relative_path, problem_with, read_local, read_with
+from ._memory_file import (
+    MemoryReader,
+    Snapshot,
+    check_relative_path,
+    memory_history,
+    memory_text,
+    problem_with,
+    read_local,
+    read_with,
+)
 from ._state import RunState, record_new_messages
 
 __all__ = ["DEFAULT_COMPRESSION_REQUEST", "AgentDrivenCompression", "MemoryReader"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
 
 NAME = "AgentDrivenCompression"
 TOOL_NAME = "compression_complete"
@@ -168,7 +179,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         if state.memory is not None:
             result = await self._compact_to_memory(messages, size, state, ctx, run)
         elif state.fallback is not None:
-            result = await self._fall_back(messages, state, ctx)
+            result = await self._fall_back(messages, size, state, ctx)
         else:
             await self._maybe_request(state, ctx, over=size.tokens >= threshold)
             return request_context
@@ -325,7 +336,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             built = memory_history(messages, text, keep_tokens=keep)
         except Exception as exc:  # never expected; the fallback still compacts, and the run goes on
             state.fallback = f"the memory could not be injected: {type(exc).__name__}: {exc}"
-            return await self._fall_back(messages, state, ctx)
+            return await self._fall_back(messages, before, state, ctx)
         if built is None:
             skipped = CompactionSkipped(
                 NAME, "nothing to cut besides the in-flight exchange", before.tokens, len(messages)
@@ -333,7 +344,8 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             await self._emit(skipped)
             return messages
         result, merged = built
-        await self._record(ctx, messages, result, merged)
+        if not await self._recorded(ctx, messages, before, result, merged):
+            return messages
         after = await measure(result, self.token_counter, run, state.budget, None)
         event = AgentCompressionCompleted(
             NAME, number, len(messages), len(result), before.tokens, after.tokens, memory_tokens, self.short_term_path
@@ -341,16 +353,30 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         await self._emit(event)
         return result
 
-    async def _record(
-        self, ctx: RunContext[Any], messages: list[ModelMessage], result: list[ModelMessage], merged: ModelRequest
-    ) -> None:
-        """Everything is in the store before the working history loses it; then the memory message, linked."""
+    async def _recorded(
+        self,
+        ctx: RunContext[Any],
+        messages: list[ModelMessage],
+        before: Measure,
+        result: list[ModelMessage] | None = None,
+        merged: ModelRequest | None = None,
+    ) -> bool:
+        """Record every message before the working history loses it (then the memory message, linked). Returns
+        whether that worked: when it did not, nothing is cut, and a `CompactionFailed` event says why."""
         store = self._store(ctx)
         if store is None:
-            return
-        await record_new_messages(RunState(), messages, store)
-        _link_summary(result, merged)
-        await store.append([merged])
+            return True
+        try:
+            await record_new_messages(RunState(), messages, store)
+            if result is not None and merged is not None:
+                _link_summary(result, merged)
+                await store.append([merged])
+        except Exception as exc:
+            logger.exception("recording before the cut failed; the history is left as it was")
+            error = f"{type(exc).__name__}: {exc}"
+            await self._emit(CompactionFailed(NAME, error, before.tokens, before.messages, 0.0))
+            return False
+        return True
 
     def _store(self, ctx: RunContext[Any]) -> HistoryStore | None:
         if self.middleware is not None:
@@ -358,13 +384,12 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         return self.history_store
 
     async def _fall_back(
-        self, messages: list[ModelMessage], state: CompressionRunState, ctx: RunContext[Any]
+        self, messages: list[ModelMessage], before: Measure, state: CompressionRunState, ctx: RunContext[Any]
     ) -> list[ModelMessage]:
         reason, state.fallback = state.fallback or "", None
         await self._emit(AgentCompressionFallback(NAME, state.attempts_used, reason))
-        store = self._store(ctx)
-        if store is not None:
-            await record_new_messages(RunState(), messages, store)
+        if not await self._recorded(ctx, messages, before):
+            return messages
         compactor = self.middleware or ContextManagerMiddleware(
             max_tokens=state.budget,
             keep=("tokens", int(self.target_ratio * state.budget)),
@@ -373,28 +398,6 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             event_callback=self.event_callback,
         )
         return await compactor.compact(messages)
-
-
-def memory_text(memory: str, path: str) -> str:
-    """The memory as the agent will find it in its history: labelled with where it came from."""
-    return f"[Memory written by the agent to {path} before the conversation was compacted]\n\n{memory.strip()}"
-
-
-def memory_history(
-    messages: list[ModelMessage], text: str, *, keep_tokens: int
-) -> tuple[list[ModelMessage], ModelRequest] | None:
-    """The history cut to its most recent `keep_tokens` (pair-safe, the in-flight exchange always kept) with
-    `text` in place of the rest, as a summary (`CompactionPart`) that carries the latest user request verbatim
-    when that request was cut. Returns (history, the summary message), or `None` when nothing can be cut."""
-    plan = plan_compaction(messages, ("tokens", keep_tokens))
-    if plan is None:
-        return None
-    summary = build_summary_message(plan, SummaryOutcome(text, "agent-memory", 0.0), focus=None)
-    result, merged = assemble_merged(messages, plan, summary)
-    problems = new_problems(messages, result)
-    if problems:
-        raise RuntimeError(f"the compacted history would be invalid: {problems}")
-    return result, merged
 
 
 def _request_info(request_context: ModelRequestContext) -> RequestInfo:

@@ -1,4 +1,5 @@
-"""The agent's memory file: where it may live, how it is read, and whether it was written since a request."""
+"""The agent's memory: where its file may live, how it is read, whether it was written since a request, and the
+history cut down to it."""
 
 from __future__ import annotations
 
@@ -11,10 +12,22 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pydantic_ai import RunContext
+from pydantic_ai.messages import ModelMessage, ModelRequest
 
+from .._compaction import SummaryOutcome, assemble_merged, build_summary_message, plan_compaction
 from .._tokens import estimate_text_tokens
+from ..processors._summarization import new_problems
 
-__all__ = ["MemoryReader", "Snapshot", "check_relative_path", "problem_with", "read_local", "read_with"]
+__all__ = [
+    "MemoryReader",
+    "Snapshot",
+    "check_relative_path",
+    "memory_history",
+    "memory_text",
+    "problem_with",
+    "read_local",
+    "read_with",
+]
 
 MemoryReader = Callable[[RunContext[Any], str], "Awaitable[str | None] | str | None"]
 """`(ctx, path) -> text`: the memory file's content, or `None` (or `FileNotFoundError`) when it does not exist.
@@ -97,3 +110,25 @@ def problem_with(snapshot: Snapshot, baseline: Snapshot, path: str, max_tokens: 
     if tokens > max_tokens:
         return f"{path} is too long (about {tokens:,} tokens; at most {max_tokens:,})"
     return None
+
+
+def memory_text(memory: str, path: str) -> str:
+    """The memory as the agent will find it in its history: labelled with where it came from."""
+    return f"[Memory written by the agent to {path} before the conversation was compacted]\n\n{memory.strip()}"
+
+
+def memory_history(
+    messages: list[ModelMessage], text: str, *, keep_tokens: int
+) -> tuple[list[ModelMessage], ModelRequest] | None:
+    """The history cut to its most recent `keep_tokens` (pair-safe, the in-flight exchange always kept) with
+    `text` in place of the rest, as a summary (`CompactionPart`) that carries the latest user request verbatim
+    when that request was cut. Returns (history, the summary message), or `None` when nothing can be cut."""
+    plan = plan_compaction(messages, ("tokens", keep_tokens))
+    if plan is None:
+        return None
+    summary = build_summary_message(plan, SummaryOutcome(text, "agent-memory", 0.0), focus=None)
+    result, merged = assemble_merged(messages, plan, summary)
+    problems = new_problems(messages, result)
+    if problems:
+        raise RuntimeError(f"the compacted history would be invalid: {problems}")
+    return result, merged

@@ -12,7 +12,7 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, Too
 from strategies import histories, histories_with_faults
 
 from summarization_pydantic_ai import find_safe_cutoff, is_summary_message, validate_history
-from summarization_pydantic_ai.context_manager._agent_driven import memory_history, memory_text
+from summarization_pydantic_ai.context_manager._memory_file import memory_history, memory_text
 
 _SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
 MEMORY = memory_text("- task: the user's request\n- next: go on", "memory/short_term/recent.md")
