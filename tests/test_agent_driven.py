@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,21 @@ def call(tool: str, args: dict[str, Any]) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id=f"c{_calls}")])
 
 
-def make_agent(model: Scripted, root: Path, *capabilities: Any) -> Agent[None, str]:
+def write_under(root: Path) -> Callable[[str, str], None]:
+    def write(path: str, content: str) -> None:
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+
+    return write
+
+
+def make_agent(
+    model: Scripted, root: Path, *capabilities: Any, write: Callable[[str, str], None] | None = None
+) -> Agent[None, str]:
+    """An agent with a `read` tool and a `write_file` tool (writing under `root`, or through `write`)."""
     agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=list(capabilities))
+    writer = write or write_under(root)
 
     @agent.tool_plain
     def read(path: str) -> str:
@@ -92,9 +106,7 @@ def make_agent(model: Scripted, root: Path, *capabilities: Any) -> Agent[None, s
 
     @agent.tool_plain
     def write_file(path: str, content: str) -> str:
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
+        writer(path, content)
         return f"wrote {len(content)} characters to {path}"
 
     return agent
@@ -223,14 +235,7 @@ async def test_a_pluggable_reader_is_used_instead_of_the_local_filesystem(tmp_pa
     compression = AgentDrivenCompression(
         max_tokens=MAX_TOKENS, root=tmp_path / "unused", reader=reader, event_callback=events.append
     )
-    agent = make_agent(Scripted("comply"), tmp_path, compression)
-    agent._function_toolset.tools.pop("write_file")  # pyright: ignore[reportPrivateUsage]
-
-    @agent.tool_plain(name="write_file")
-    def write_to_dict(path: str, content: str) -> str:
-        files[path] = content
-        return "written"
-
+    agent = make_agent(Scripted("comply"), tmp_path, compression, write=files.__setitem__)
     await agent.run(PROMPT)
     assert set(paths) == {"memory/short_term/recent.md"}
     [completed, *_] = of(AgentCompressionCompleted, events)
