@@ -166,7 +166,7 @@ class AgentCompressionRequested:
     max_tokens: int
     path: str
     previous_failure: str | None = None
-    """Why the previous attempt failed (not written, ignored, too long), for attempts after the first."""
+    """Why the previous attempt failed (not written, ignored, too long, the run ended), after the first."""
 
 
 @dataclass(frozen=True)

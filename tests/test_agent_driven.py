@@ -163,7 +163,7 @@ async def test_an_agent_that_ignores_the_request_twice_gets_an_algorithmic_summa
     assert fallback.attempts == 2
     [summarized, *_] = of(CompactionCompleted, events)
     assert summarized.summarizer == "deterministic"
-    assert summarized.tokens_after < summarized.tokens_before
+    assert summarized.tokens_after <= 0.20 * MAX_TOKENS < summarized.tokens_before
     assert of(AgentCompressionCompleted, events) == []
     # Each attempt carried the request on at most attempt_steps=3 requests; the fallback follows the sixth.
     asked_at = [i for i, seen in enumerate(model.seen) if asked(seen[-1])]

@@ -307,7 +307,8 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         return read_local(self.root, self.short_term_path)
 
     def _limit(self, state: CompressionRunState) -> int:
-        """The memory may take half the target; the rest is for the most recent messages."""
+        """Half the target: for the memory (the recent messages get the rest), or for the messages the fallback
+        keeps (its summary gets the rest)."""
         return max(int(self.target_ratio * state.budget) // 2, 1)
 
     def _request_text(self, state: CompressionRunState) -> str:
@@ -392,7 +393,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             return messages
         compactor = self.middleware or ContextManagerMiddleware(
             max_tokens=state.budget,
-            keep=("tokens", int(self.target_ratio * state.budget)),
+            keep=("tokens", self._limit(state)),  # half the target; the summary takes the other half
             summarization_model=self.summarization_model,
             history_store=self.history_store,
             event_callback=self.event_callback,
