@@ -150,6 +150,21 @@ async def test_agent_writes_its_memory_and_the_history_is_cut_to_it(tmp_path: Pa
     assert user_prompts(history) == [PROMPT]
 
 
+async def test_each_crossing_of_the_trigger_asks_once(tmp_path: Path) -> None:
+    events: list[ContextEvent] = []
+    compression = AgentDrivenCompression(max_tokens=MAX_TOKENS, root=tmp_path, event_callback=events.append)
+    model = Scripted("comply", reads=38)
+    result = await make_agent(model, tmp_path, compression).run(PROMPT)
+    requested, completed = of(AgentCompressionRequested, events), of(AgentCompressionCompleted, events)
+    assert len(requested) == len(completed) >= 2  # asked again once the history grew back, never in between
+    assert all(r.attempt == 1 and r.tokens >= 0.75 * MAX_TOKENS for r in requested)
+    history = result.all_messages()
+    assert validate_history(history, for_request=False) == []
+    assert PROMPT in user_prompts(history)
+    summaries = [p for m in history for p in m.parts if isinstance(p, CompactionPart)]
+    assert len(summaries) == 1 and MEMORY in (summaries[0].content or "")  # the latest memory replaced the first
+
+
 async def test_an_agent_that_ignores_the_request_twice_gets_an_algorithmic_summary(tmp_path: Path) -> None:
     events: list[ContextEvent] = []
     compression = AgentDrivenCompression(max_tokens=MAX_TOKENS, root=tmp_path, event_callback=events.append)
