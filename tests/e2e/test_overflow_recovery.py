@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +28,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from summarization_pydantic_ai import (
     ContextEvent,
     ContextManagerMiddleware,
+    JsonHistoryStore,
     OverflowRecovered,
     OverflowRecoveryFailed,
     count_tokens_approximately,
+    get_message_id,
+    is_summary_message,
     validate_history,
 )
 
@@ -207,11 +211,12 @@ async def test_overflow_recovers_within_two_smaller_retries(style: str, fill: fl
         assert {"summarize", "slide_window"} & set(steps)
 
 
-async def test_a_large_tool_output_in_flight_is_cut_to_head_and_tail() -> None:
+async def test_a_large_tool_output_in_flight_is_cut_to_head_and_tail(tmp_path: Path) -> None:
     # The file alone is over the window: clearing older results cannot be enough.
     events: list[ContextEvent] = []
     provider = Provider("anthropic")
-    middleware = ContextManagerMiddleware(summarization_model=None, event_callback=events.append)
+    path = tmp_path / "messages.json"
+    middleware = ContextManagerMiddleware(summarization_model=None, messages_path=path, event_callback=events.append)
     history = _session(int(WINDOW * 0.5))
     result = await _agent(provider, middleware, lines=3_000).run(NEW_REQUEST, message_history=history)
     assert result.output == "done"
@@ -225,6 +230,15 @@ async def test_a_large_tool_output_in_flight_is_cut_to_head_and_tail() -> None:
     ]
     assert "output truncated" in str(read.content) and str(read.content).startswith("line 0 of src/parser.py")
     assert validate_history(result.all_messages(), for_request=False) == []
+    # The history file keeps the whole output.
+    holder = next(m for m in result.all_messages() if any(p is read for p in m.parts))
+    message_id = get_message_id(holder)
+    assert message_id is not None
+    store = JsonHistoryStore.open(path)
+    (original,) = (await store.read(message_id, message_id)).messages
+    store.close()
+    (whole,) = [p for p in original.parts if isinstance(p, ToolReturnPart)]
+    assert "output truncated" not in str(whole.content) and "line 2999 of src/parser.py" in str(whole.content)
 
 
 async def test_an_error_without_numbers_recovers_with_our_estimate() -> None:
@@ -299,3 +313,31 @@ async def test_a_long_request_with_an_image_survives_overflow_verbatim() -> None
     for messages in provider.accepted:
         assert _latest_request_present(messages, REQUEST), "the request lost text or its image"
         assert validate_history(messages) == []
+
+
+@pytest.mark.parametrize("keep", [0, ("messages", 400)], ids=["summarize", "slide-window"])
+async def test_the_recovered_history_is_persisted_once_and_originals_stay_readable(keep: Any, tmp_path: Path) -> None:
+    events: list[ContextEvent] = []
+    provider = Provider("anthropic")
+    path = tmp_path / "messages.json"
+    middleware = ContextManagerMiddleware(
+        summarization_model=None, keep=keep, messages_path=path, event_callback=events.append
+    )
+    history = _session(int(WINDOW * 3))
+    result = await _agent(provider, middleware).run(NEW_REQUEST, message_history=history)
+    assert result.output == "done"
+    steps = [step for e in _check_recoveries(events) for step in e.steps]
+    assert ("summarize" if keep == 0 else "slide_window") in steps
+
+    store = JsonHistoryStore.open(path)
+    # The store holds one summary (or window marker) per compaction the recovery kept, and resumes the run's
+    # working context exactly.
+    recorded_summaries = [m for m in await store.load_all() if is_summary_message(m)]
+    assert len(recorded_summaries) == steps.count("summarize") + steps.count("slide_window")
+    assert [get_message_id(m) for m in await store.load()] == [get_message_id(m) for m in result.all_messages()]
+    # A tool result cleared or cut in the working context is recorded verbatim.
+    for message_id in [get_message_id(m) for m in history[1:9] if isinstance(m, ModelRequest)]:
+        assert message_id is not None
+        (original,) = (await store.read(message_id, message_id)).messages
+        assert "[Tool result cleared" not in str(original) and "output truncated" not in str(original)
+    store.close()
