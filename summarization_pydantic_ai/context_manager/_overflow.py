@@ -60,6 +60,7 @@ class LadderResult:
     messages: list[ModelMessage]
     tokens: int
     steps: tuple[Step, ...]
+    target: int
 
 
 @dataclass
@@ -91,7 +92,7 @@ class Ladder:
                 continue
             current, tokens = candidate, size
             steps.append(step)
-        return LadderResult(current, tokens, tuple(steps))
+        return LadderResult(current, tokens, tuple(steps), target)
 
     async def _apply(
         self, step: Step, messages: list[ModelMessage], tokens: int, target: int
@@ -229,6 +230,43 @@ class OverflowMixin(CompressionMixin):
         """The history to retry with (strictly smaller than the rejected one), or raise the original error."""
         episode = state.overflow = state.overflow or OverflowEpisode(error)
         numbers = parse_overflow(error)
+        previous = episode.retries[-1].tokens_after if episode.retries else None
+        if len(episode.retries) >= self.max_overflow_retries:
+            n = len(episode.retries)
+            reason = f"the provider still rejected the request after {n} smaller retries" if n else "no retry allowed"
+            reason += f" (max_overflow_retries={self.max_overflow_retries})"
+            await self._overflow_failed(state, reason, error, previous, numbers)
+        try:
+            retry = await self._shrink(ctx, request_context, budget, store, numbers, previous)
+        except Exception as exc:  # a failing counter or store: the run ends with the provider's error, not this
+            logger.exception("overflow recovery failed")
+            await self._overflow_failed(state, f"recovery failed ({type(exc).__name__}: {exc})", error, None, numbers)
+        tokens, result = retry
+        if result.tokens >= tokens:
+            await self._overflow_failed(state, "nothing left to cut", error, tokens, numbers)
+        episode.retries.append(
+            OverflowRetry(
+                result.steps,
+                tokens,
+                result.tokens,
+                result.target,
+                numbers.prompt_tokens,
+                numbers.limit,
+                numbers.output_tokens,
+            )
+        )
+        return result.messages
+
+    async def _shrink(
+        self,
+        ctx: RunContext[Any],
+        request_context: ModelRequestContext,
+        budget: int,
+        store: HistoryStore | None,
+        numbers: ProviderNumbers,
+        previous: int | None,
+    ) -> tuple[int, LadderResult]:
+        """Our estimate of the rejected request, and what the ladder made of it."""
         info = RequestInfo(
             model=request_context.model,
             model_settings=request_context.model_settings,
@@ -245,22 +283,10 @@ class OverflowMixin(CompressionMixin):
 
         messages = list(ctx.messages)
         tokens = await estimate(messages)
-        if len(episode.retries) >= self.max_overflow_retries:
-            reason = f"the provider rejected the request after {len(episode.retries)} smaller retries"
-            await self._overflow_failed(state, reason, error, tokens, numbers)
-        if episode.retries:  # what was rejected is the previous retry: the next one must be smaller than both
-            tokens = min(tokens, episode.retries[-1].tokens_after)
-        target = overflow_target(tokens, budget, numbers)
+        if previous is not None:  # what was rejected is the previous retry: the next one must be smaller than both
+            tokens = min(tokens, previous)
         ladder = Ladder(estimate, self.token_counter, budget, summarize, store)
-        result = await ladder.run(messages, tokens, target)
-        if result.tokens >= tokens:
-            await self._overflow_failed(state, "nothing left to cut", error, tokens, numbers)
-        episode.retries.append(
-            OverflowRetry(
-                result.steps, tokens, result.tokens, target, numbers.prompt_tokens, numbers.limit, numbers.output_tokens
-            )
-        )
-        return result.messages
+        return tokens, await ladder.run(messages, tokens, overflow_target(tokens, budget, numbers))
 
     async def _overflow_succeeded(self, state: RunState | None) -> None:
         """The request succeeded: report a recovery, if one was under way."""
@@ -271,7 +297,7 @@ class OverflowMixin(CompressionMixin):
             await emit_event(self.event_callback, OverflowRecovered(NAME, tuple(episode.retries)))
 
     async def _overflow_failed(
-        self, state: RunState, reason: str, error: BaseException, tokens: int, numbers: ProviderNumbers
+        self, state: RunState, reason: str, error: BaseException, tokens: int | None, numbers: ProviderNumbers
     ) -> NoReturn:
         """Give up: report it, and raise the original error with a note of what was tried."""
         episode = state.overflow or OverflowEpisode(error)

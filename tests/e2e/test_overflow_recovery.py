@@ -341,3 +341,37 @@ async def test_the_recovered_history_is_persisted_once_and_originals_stay_readab
         (original,) = (await store.read(message_id, message_id)).messages
         assert "[Tool result cleared" not in str(original) and "output truncated" not in str(original)
     store.close()
+
+
+async def test_a_recovery_that_fails_itself_ends_with_the_providers_error() -> None:
+    provider = Provider("anthropic")
+    broken: list[bool] = []
+
+    def counter(messages: list[ModelMessage]) -> int:
+        if provider.rejected:  # the counter breaks once the provider has rejected the request
+            broken.append(True)
+            raise RuntimeError("tokenizer unavailable")
+        return count_tokens_approximately(messages)
+
+    events: list[ContextEvent] = []
+    middleware = ContextManagerMiddleware(summarization_model=None, token_counter=counter, event_callback=events.append)
+    with pytest.raises(ModelContextWindowExceededError) as raised:
+        await _agent(provider, middleware).run(NEW_REQUEST, message_history=_session(int(WINDOW * 1.5)))
+    assert broken and raised.value is provider.errors[0]
+    assert any("tokenizer unavailable" in note for note in raised.value.__notes__)
+    (failed,) = [e for e in events if isinstance(e, OverflowRecoveryFailed)]
+    assert failed.reason.startswith("recovery failed")
+
+
+async def test_no_retries_allowed_raises_the_original_error_with_a_note() -> None:
+    events: list[ContextEvent] = []
+    provider = Provider("anthropic")
+    middleware = ContextManagerMiddleware(
+        summarization_model=None, max_overflow_retries=0, event_callback=events.append
+    )
+    with pytest.raises(ModelContextWindowExceededError) as raised:
+        await _agent(provider, middleware).run(NEW_REQUEST, message_history=_session(int(WINDOW * 1.5)))
+    assert raised.value is provider.errors[0] and len(provider.rejected) == 1
+    (failed,) = [e for e in events if isinstance(e, OverflowRecoveryFailed)]
+    assert "max_overflow_retries=0" in failed.reason and failed.provider_limit == WINDOW
+    assert any("max_overflow_retries=0" in note for note in raised.value.__notes__)
