@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -375,3 +376,18 @@ async def test_no_retries_allowed_raises_the_original_error_with_a_note() -> Non
     (failed,) = [e for e in events if isinstance(e, OverflowRecoveryFailed)]
     assert "max_overflow_retries=0" in failed.reason and failed.provider_limit == WINDOW
     assert any("max_overflow_retries=0" in note for note in raised.value.__notes__)
+
+
+async def test_a_streamed_run_recovers_too() -> None:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        tokens = int(count_tokens_approximately(messages) * FACTOR)
+        if tokens > WINDOW:
+            raise ModelContextWindowExceededError("m", f"prompt is too long: {tokens} tokens > {WINDOW} maximum")
+        yield "streamed and done"
+
+    events: list[ContextEvent] = []
+    middleware = ContextManagerMiddleware(summarization_model=None, event_callback=events.append)
+    agent = Agent(FunctionModel(stream_function=stream), capabilities=[middleware])
+    async with agent.run_stream(NEW_REQUEST, message_history=_session(int(WINDOW * 1.5))) as streamed:
+        assert await streamed.get_output() == "streamed and done"
+    _check_recoveries(events)
