@@ -335,6 +335,7 @@ async def test_the_recovered_history_is_persisted_once_and_originals_stay_readab
     # working context exactly.
     recorded_summaries = [m for m in await store.load_all() if is_summary_message(m)]
     assert len(recorded_summaries) == steps.count("summarize") + steps.count("slide_window")
+    assert middleware.compression_count == steps.count("summarize")  # it counts summaries
     assert [get_message_id(m) for m in await store.load()] == [get_message_id(m) for m in result.all_messages()]
     # A tool result cleared or cut in the working context is recorded verbatim.
     for message_id in [get_message_id(m) for m in history[1:9] if isinstance(m, ModelRequest)]:
