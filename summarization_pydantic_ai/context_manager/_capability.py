@@ -34,7 +34,8 @@ from ..processors._base import RunInfo, check_counter, measure, request_overhead
 from ..processors._summarization import make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import Summarizer
-from ._compress import NAME, CompressionMixin
+from ._compress import NAME
+from ._overflow import OverflowMixin
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
 from ._truncate import truncate_output
 
@@ -52,14 +53,15 @@ _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
 @dataclass
-class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
+class ContextManagerMiddleware(OverflowMixin, AbstractCapability[Any]):
     """Keep every message in a history file while the working context stays under the model's window.
 
     Before each model request it records the new messages (with stable ids) in the history store, measures the
     request (messages, instructions, tools), reports usage, and when the measure reaches
     `compress_threshold` of the budget, summarizes the old part of the history once and writes the result into
     the run's history. Tool outputs above `max_tool_output_tokens` are cut to head and tail lines as they are
-    produced. A request the provider rejects as too long is compacted and retried.
+    produced. A request the provider rejects as too long is shrunk by a ladder of steps and retried (see
+    `overflow_recovery`).
 
     Also usable as a plain history processor: `await middleware(messages)` or `ProcessHistory(middleware)`.
 
@@ -104,6 +106,11 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
+    overflow_recovery: bool = True
+    """When the provider rejects a request as too long, shrink the history (clear old tool results, cut large
+    tool returns, summarize, slide the window: as little as it takes) and retry it, each retry smaller."""
+    max_overflow_retries: int = 2
+    """Retries per request after an overflow; then the original error is raised with a note of what was tried."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -125,6 +132,11 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise ValueError(f"lock_timeout must be >= 0, got {self.lock_timeout!r}")
         if self.history_store is not None and self.messages_path is not None:
             raise ValueError("pass either messages_path or history_store, not both")
+        retries = self.max_overflow_retries
+        if isinstance(retries, bool) or not isinstance(retries, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"max_overflow_retries must be an int, got {self.max_overflow_retries!r}")
+        if self.max_overflow_retries < 0:
+            raise ValueError(f"max_overflow_retries must be >= 0, got {self.max_overflow_retries}")
         self._summarizer = make_summarizer(
             self.summarization_model, prompt_template=self.prompt_template, timeout=self.summary_timeout
         )
@@ -191,6 +203,7 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         state = self._run or self._plain
+        state.overflow = None  # a new request step: its own overflow retries
         info = RequestInfo(
             model=request_context.model,
             model_settings=request_context.model_settings,
@@ -224,21 +237,17 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         # The id now; the record once the agent has committed (stamped) the response: at the next request or at
         # the end of the run, so the file holds it exactly as the history does.
         ensure_message_id(response)
+        await self._overflow_succeeded(self._run)
         return response
 
     async def on_model_request_error(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
     ) -> ModelResponse:
         state = self._run
-        if not isinstance(error, ModelContextWindowExceededError) or state is None or state.overflow_retries >= 2:
+        if not (self.overflow_recovery and isinstance(error, ModelContextWindowExceededError) and state is not None):
             raise error
-        state.overflow_retries += 1
-        messages = list(ctx.messages)
         budget, _ = self._budget(request_context.model)
-        size = await measure(messages, self.token_counter, None, budget, None)
-        result = await self._compress(messages, size, budget, None, self._store_for_run(ctx), ctx)
-        if result is messages:
-            raise error
+        result = await self._recover_overflow(ctx, request_context, error, state, budget, self._store_for_run(ctx))
         ctx.messages[:] = result
         state.retry_messages = list(result)
         raise RetryModelRequest()

@@ -8,13 +8,17 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
 from .._cursor import CursorTable, HistoryCursor
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
+from ._truncate import TRUNCATED_METADATA_KEY
+
+if TYPE_CHECKING:
+    from ._overflow import OverflowEpisode
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
 
@@ -72,13 +76,15 @@ class RunState:
     conversation_checked: bool = False
     """Whether the run's history was checked against the file's conversation (at its first request)."""
     retry_messages: list[ModelMessage] | None = None
-    overflow_retries: int = 0
+    overflow: OverflowEpisode | None = None
+    """The overflow recovery of the current request step, if one is under way."""
 
 
-REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", "pydantic_deep.eviction")
+REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", TRUNCATED_METADATA_KEY, "pydantic_deep.eviction")
 """Part metadata keys of the toolkit's working-context reductions: a tool result cleared by
-`ClearToolResultsProcessor` or replaced by its preview by the harness's `EvictionProcessor`. An edit that only
-makes such reductions is not a new version of the conversation (the recorded original stays the latest)."""
+`ClearToolResultsProcessor`, cut by overflow recovery, or replaced by its preview by the harness's
+`EvictionProcessor`. An edit that only makes such reductions is not a new version of the conversation (the
+recorded original stays the latest)."""
 
 
 class _RecordedHistories:

@@ -11,7 +11,10 @@ from pydantic_ai.messages import ToolReturn
 
 from .._tokens import CHARS_PER_TOKEN, estimate_text_tokens
 
-__all__ = ["Truncation", "truncate_output", "truncate_text"]
+__all__ = ["TRUNCATED_METADATA_KEY", "Truncation", "truncate_output", "truncate_text"]
+
+TRUNCATED_METADATA_KEY = "summarization_pydantic_ai.truncated"
+"""Set in a tool return's metadata when overflow recovery cut it in the working history: its original size."""
 
 _HEAD_SHARE = 0.6
 

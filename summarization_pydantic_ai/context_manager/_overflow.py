@@ -1,0 +1,324 @@
+"""Reactive overflow recovery: when the provider rejects a request as too long, shrink it by a ladder of
+increasingly strong steps and retry, each retry strictly smaller than the one before."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, NoReturn
+
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.models import ModelRequestContext
+
+from .._compaction import assemble_merged, latest_user_request_at, plan_compaction
+from .._cutoff import inflight_start
+from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, OverflowRetry, emit_event
+from .._messages import get_message_id, is_summary_message, summary_info
+from .._render import iter_media, part_text
+from .._sizes import Measure
+from .._tokens import RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
+from ..processors._base import RunInfo, measure, request_overhead_tokens
+from ..processors._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
+from ..processors._sliding_window import _dropped, _window_marker  # pyright: ignore[reportPrivateUsage]
+from ..processors._summarization import keep_message_counter, new_problems
+from ..store import HistoryStore
+from ._compress import NAME, CompressionMixin, _link_summary  # pyright: ignore[reportPrivateUsage]
+from ._overflow_numbers import ProviderNumbers, overflow_target, parse_overflow
+from ._state import RunState
+from ._truncate import TRUNCATED_METADATA_KEY, truncate_output
+
+__all__ = ["LADDER", "Ladder", "LadderResult", "OverflowEpisode", "OverflowMixin"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+Step = Literal["clear_tool_results", "truncate_tool_returns", "summarize", "slide_window"]
+LADDER: tuple[Step, ...] = ("clear_tool_results", "truncate_tool_returns", "summarize", "slide_window")
+"""The steps, mildest first; each runs only while the estimate is still above the target."""
+
+_PLACEHOLDER_TOKENS = 40
+"""About what `ClearToolResultsProcessor`'s placeholder costs: what clearing a result does not reclaim."""
+_MIN_RETURN_TOKENS = 200
+"""A tool return is never cut below this: its head and tail still say what it was."""
+_MARKER_TOKENS = 40
+
+Estimate = Callable[[list[ModelMessage]], Awaitable[int]]
+Summarize = Callable[[list[ModelMessage], int], Awaitable[list[ModelMessage]]]
+
+
+@dataclass
+class OverflowEpisode:
+    """The recovery of one request step: its first error and the retries made for it."""
+
+    original: BaseException
+    retries: list[OverflowRetry] = field(default_factory=list[OverflowRetry])
+
+
+@dataclass(frozen=True)
+class LadderResult:
+    messages: list[ModelMessage]
+    tokens: int
+    steps: tuple[Step, ...]
+    target: int
+
+
+@dataclass
+class Ladder:
+    """The steps of one recovery and what they need: our estimate of a request with given messages (instructions
+    and tools included), the counter and budget for token keeps, the summarizing step, and the store a window
+    marker is recorded in."""
+
+    estimate: Estimate
+    token_counter: TokenCounter
+    budget: int
+    summarize: Summarize | None = None
+    store: HistoryStore | None = None
+
+    async def run(self, messages: list[ModelMessage], tokens: int, target: int) -> LadderResult:
+        """Apply the steps in order until the estimate is at most `target`. A step is kept only when it makes the
+        history strictly smaller and adds no history problem; the result never grows."""
+        current, steps = messages, list[Step]()
+        for step in LADDER:
+            if tokens <= target:
+                break
+            candidate, marker = await self._apply(step, current, tokens, target)
+            if candidate is current or new_problems(current, candidate):
+                continue
+            size = await self.estimate(candidate)
+            if size >= tokens:
+                continue
+            if marker is not None and not await self._record(candidate, marker):
+                continue
+            current, tokens = candidate, size
+            steps.append(step)
+        return LadderResult(current, tokens, tuple(steps), target)
+
+    async def _apply(
+        self, step: Step, messages: list[ModelMessage], tokens: int, target: int
+    ) -> tuple[list[ModelMessage], ModelRequest | None]:
+        if step == "clear_tool_results":
+            return await clear_old_tool_results(messages, tokens - target), None
+        if step == "truncate_tool_returns":
+            return truncate_tool_returns(messages, tokens - target), None
+        if step == "summarize":
+            return (await self.summarize(messages, tokens) if self.summarize else messages), None
+        return await self._slide(messages, tokens, target)
+
+    async def _slide(
+        self, messages: list[ModelMessage], tokens: int, target: int
+    ) -> tuple[list[ModelMessage], ModelRequest | None]:
+        """Drop the oldest messages (pair-safe, never the in-flight exchange) behind a window marker."""
+        overhead = tokens - await async_count_tokens(self.token_counter, messages)
+        # The latest user request survives a slide whatever it costs (the marker carries it when it is dropped):
+        # the kept tail gets what is left.
+        latest = latest_user_request_at(messages)
+        carried = [messages[latest]] if latest is not None and latest < inflight_start(messages) else []
+        room = target - overhead - _MARKER_TOKENS - await async_count_tokens(self.token_counter, carried)
+        keep = ("tokens", max(room, 0))
+        counter = await keep_message_counter(messages, keep, self.token_counter, self.budget)
+        plan = plan_compaction(messages, keep, max_tokens=self.budget, message_tokens=counter)
+        if plan is None:
+            return messages, None
+        span = messages[plan.head_end : plan.cutoff]
+        marker = _window_marker(sum(_dropped(m) if is_summary_message(m) else 1 for m in span), plan.carried)
+        covers = [mid for mid in map(get_message_id, plan.span) if mid]
+        info = summary_info(marker)
+        assert info is not None
+        info.update(covers=covers, replaces_summaries=list(plan.previous_summary_ids))
+        if covers:
+            info.update(first_id=covers[0], last_id=covers[-1])
+        return assemble_merged(messages, plan, marker)
+
+    async def _record(self, result: list[ModelMessage], marker: ModelRequest) -> bool:
+        """Record the window marker with the working context around it (as a summary is), before it is used."""
+        _link_summary(result, marker)
+        if self.store is None:
+            return True
+        try:
+            await self.store.append([marker])
+        except Exception:
+            logger.exception("recording the window marker failed; the window is not slid")
+            return False
+        return True
+
+
+def _tool_returns(messages: list[ModelMessage]) -> list[tuple[int, int, ToolReturnPart]]:
+    return [
+        (i, j, part)
+        for i, message in enumerate(messages)
+        if isinstance(message, ModelRequest)
+        for j, part in enumerate(message.parts)
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def _metadata(part: ToolReturnPart) -> dict[str, Any]:
+    metadata: Any = part.metadata
+    return dict(metadata) if isinstance(metadata, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+
+
+async def clear_old_tool_results(messages: list[ModelMessage], excess: int) -> list[ModelMessage]:
+    """Clear the oldest tool results (never the in-flight exchange's) until about `excess` tokens are reclaimed."""
+    returns = _tool_returns(messages)
+    inflight = inflight_start(messages)
+    reclaim, clear = 0, 0
+    for k, (i, _, part) in enumerate(returns):
+        if i >= inflight or reclaim >= excess:
+            break
+        if CLEARED_METADATA_KEY not in _metadata(part):
+            reclaim += estimate_text_tokens(part_text(part)) - _PLACEHOLDER_TOKENS
+            clear = k + 1
+    if clear == 0:
+        return messages
+    return await ClearToolResultsProcessor(keep_last=len(returns) - clear, clear_at_least=0)(messages)
+
+
+def _water_level(sizes: list[int], excess: int) -> int:
+    """The largest cap (at least `_MIN_RETURN_TOKENS`) such that cutting every size to it reclaims `excess`."""
+    low, high = _MIN_RETURN_TOKENS, max(sizes, default=_MIN_RETURN_TOKENS)
+    while low < high:
+        cap = (low + high + 1) // 2
+        if sum(max(s - cap, 0) for s in sizes) >= excess:
+            low = cap
+        else:
+            high = cap - 1
+    return low
+
+
+def truncate_tool_returns(messages: list[ModelMessage], excess: int) -> list[ModelMessage]:
+    """Cut the largest text tool returns (the in-flight ones too) to their head and tail lines, all to one cap
+    chosen to reclaim about `excess` tokens. Media and cleared results are left alone."""
+    candidates = [
+        (i, j, part, estimate_text_tokens(part_text(part)))
+        for i, j, part in _tool_returns(messages)
+        if CLEARED_METADATA_KEY not in _metadata(part) and not any(iter_media(part.content))
+    ]
+    cap = _water_level([tokens for *_, tokens in candidates], excess)
+    result, changed = list(messages), False
+    for i, j, part, tokens in candidates:
+        content, cut = truncate_output(part.content, cap) if tokens > cap else (None, None)
+        if cut is None:
+            continue
+        changed = True
+        original = _metadata(part).get(TRUNCATED_METADATA_KEY) or {"tokens": tokens}
+        message = result[i]
+        assert isinstance(message, ModelRequest)
+        parts = list(message.parts)
+        parts[j] = replace(part, content=content, metadata={**_metadata(part), TRUNCATED_METADATA_KEY: original})
+        result[i] = replace(message, parts=parts)
+    return result if changed else messages
+
+
+class OverflowMixin(CompressionMixin):
+    """The overflow half of the middleware (the fields it reads are the middleware's)."""
+
+    overflow_recovery: bool
+    max_overflow_retries: int
+    token_counter: TokenCounter
+    event_callback: EventCallback | None
+
+    async def _recover_overflow(
+        self,
+        ctx: RunContext[Any],
+        request_context: ModelRequestContext,
+        error: BaseException,
+        state: RunState,
+        budget: int,
+        store: HistoryStore | None,
+    ) -> list[ModelMessage]:
+        """The history to retry with (strictly smaller than the rejected one), or raise the original error."""
+        episode = state.overflow = state.overflow or OverflowEpisode(error)
+        numbers = parse_overflow(error)
+        previous = episode.retries[-1].tokens_after if episode.retries else None
+        if len(episode.retries) >= self.max_overflow_retries:
+            n = len(episode.retries)
+            reason = f"the provider still rejected the request after {n} smaller retries" if n else "no retry allowed"
+            reason += f" (max_overflow_retries={self.max_overflow_retries})"
+            await self._overflow_failed(state, reason, error, previous, numbers)
+        try:
+            retry = await self._shrink(ctx, request_context, budget, store, numbers, previous)
+        except Exception as exc:  # a failing counter or store: the run ends with the provider's error, not this
+            logger.exception("overflow recovery failed")
+            await self._overflow_failed(state, f"recovery failed ({type(exc).__name__}: {exc})", error, None, numbers)
+        tokens, result = retry
+        if result.tokens >= tokens:
+            await self._overflow_failed(state, "nothing left to cut", error, tokens, numbers)
+        episode.retries.append(
+            OverflowRetry(
+                result.steps,
+                tokens,
+                result.tokens,
+                result.target,
+                numbers.prompt_tokens,
+                numbers.limit,
+                numbers.output_tokens,
+            )
+        )
+        return result.messages
+
+    async def _shrink(
+        self,
+        ctx: RunContext[Any],
+        request_context: ModelRequestContext,
+        budget: int,
+        store: HistoryStore | None,
+        numbers: ProviderNumbers,
+        previous: int | None,
+    ) -> tuple[int, LadderResult]:
+        """Our estimate of the rejected request, and what the ladder made of it."""
+        info = RequestInfo(
+            model=request_context.model,
+            model_settings=request_context.model_settings,
+            model_request_parameters=request_context.model_request_parameters,
+            overhead_tokens=request_overhead_tokens(request_context),
+        )
+        run = RunInfo(ctx, info)
+
+        async def estimate(history: list[ModelMessage]) -> int:
+            return (await measure(history, self.token_counter, run, budget, None)).tokens
+
+        async def summarize(history: list[ModelMessage], tokens: int) -> list[ModelMessage]:
+            return await self._compress(history, Measure(len(history), tokens, budget), budget, None, store, ctx)
+
+        messages = list(ctx.messages)
+        tokens = await estimate(messages)
+        if previous is not None:  # what was rejected is the previous retry: the next one must be smaller than both
+            tokens = min(tokens, previous)
+        ladder = Ladder(estimate, self.token_counter, budget, summarize, store)
+        return tokens, await ladder.run(messages, tokens, overflow_target(tokens, budget, numbers))
+
+    async def _overflow_succeeded(self, state: RunState | None) -> None:
+        """The request succeeded: report a recovery, if one was under way."""
+        if state is None or state.overflow is None:
+            return
+        episode, state.overflow = state.overflow, None
+        if episode.retries:
+            await emit_event(self.event_callback, OverflowRecovered(NAME, tuple(episode.retries)))
+
+    async def _overflow_failed(
+        self, state: RunState, reason: str, error: BaseException, tokens: int | None, numbers: ProviderNumbers
+    ) -> NoReturn:
+        """Give up: report it, and raise the original error with a note of what was tried."""
+        episode = state.overflow or OverflowEpisode(error)
+        state.overflow = None
+        retries = tuple(episode.retries)
+        original = episode.original
+        described = f"{type(original).__name__}: {original}"
+        event = OverflowRecoveryFailed(NAME, retries, reason, described, tokens, numbers.prompt_tokens, numbers.limit)
+        await emit_event(self.event_callback, event)
+        original.add_note(_note(reason, retries, error if error is not original else None))
+        raise original
+
+
+def _note(reason: str, retries: tuple[OverflowRetry, ...], last: BaseException | None) -> str:
+    lines = [f"{NAME} overflow recovery gave up: {reason}."]
+    for n, retry in enumerate(retries, 1):
+        steps = ", ".join(retry.steps) or "no step"
+        lines.append(
+            f"  retry {n}: {steps}: about {retry.tokens_before:,} -> {retry.tokens_after:,} tokens "
+            f"(our estimate; target {retry.target_tokens:,})"
+        )
+    if last is not None:
+        lines.append(f"  last rejection: {type(last).__name__}: {last}")
+    return "\n".join(lines)
