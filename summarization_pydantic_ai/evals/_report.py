@@ -123,7 +123,8 @@ class ProbeReport:
             name = "overall" if row is rows[-1] else row.category
             lines.append(f"{name:<16}{row.probes:>8}{row.working:>9}{row.rehydration:>12}{row.score:>9.1%}")
         if self.problems:
-            lines += ["", f"invalid history ({len(self.problems)} problems): {self.problems[0]}"]
+            count = f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
+            lines += ["", f"invalid history ({count}): {self.problems[0]}"]
         failing = self.failing
         if failing:
             lines += ["", f"failing probes ({len(failing)}):"]
