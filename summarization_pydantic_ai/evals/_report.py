@@ -55,7 +55,7 @@ class ProbeReport:
         """One score per category: the built-in categories first, in their order, then any others by name."""
         names = {r.probe.category for r in self.results}
         ordered = [c for c in CATEGORIES if c in names] + sorted(names - set(CATEGORIES))
-        return [self._category(name) for name in ordered]
+        return [_count(name, [r for r in self.results if r.probe.category == name]) for name in ordered]
 
     def category_scores(self) -> dict[str, float]:
         """`{category: score}` for every category that has probes."""
@@ -118,10 +118,10 @@ class ProbeReport:
             "",
             f"{'category':<16}{'probes':>8}{'working':>9}{'rehydrated':>12}{'score':>9}",
         ]
-        rows = [*self.categories(), self._total()]
-        for row in rows:
-            name = "overall" if row is rows[-1] else row.category
-            lines.append(f"{name:<16}{row.probes:>8}{row.working:>9}{row.rehydration:>12}{row.score:>9.1%}")
+        lines += [
+            f"{row.category:<16}{row.probes:>8}{row.working:>9}{row.rehydration:>12}{row.score:>9.1%}"
+            for row in [*self.categories(), _count("overall", self.results)]
+        ]
         if self.problems:
             count = f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
             lines += ["", f"invalid history ({count}): {self.problems[0]}"]
@@ -134,13 +134,6 @@ class ProbeReport:
             if len(failing) > max_failing:
                 lines.append(f"  ... {len(failing) - max_failing} more")
         return "\n".join(lines)
-
-    def _category(self, name: str) -> CategoryScore:
-        results = [r for r in self.results if r.probe.category == name]
-        return _count(name, results)
-
-    def _total(self) -> CategoryScore:
-        return _count("overall", self.results)
 
 
 def _count(name: str, results: list[ProbeResult]) -> CategoryScore:
