@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
+import runpy
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,8 +45,6 @@ from summarization_pydantic_ai.evals import (
 )
 from summarization_pydantic_ai.evals._cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def summarization(keep: int = 20) -> SummarizationProcessor:
     return SummarizationProcessor(None, trigger=("messages", keep + 1), keep=keep)
@@ -78,8 +76,8 @@ def test_a_session_rejects_a_size_too_small_for_its_facts() -> None:
         build_session(10)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(size=st.integers(60, 400), seed=st.integers(0, 10_000))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.integers(60, 250), seed=st.integers(0, 10_000))
 async def test_every_probe_is_answerable_before_compaction_and_the_summary_keeps_the_artifact_trail(
     size: int, seed: int
 ) -> None:
@@ -375,14 +373,10 @@ def test_the_command_line_explains_bad_arguments(
     assert message in capsys.readouterr().err
 
 
-def test_python_dash_m_runs_the_probes() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "summarization_pydantic_ai.evals", "--messages", "60", "--min-score", "1.0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 1, result.stderr
-    assert "Quality probes: summarization" in result.stdout
+def test_python_dash_m_runs_the_probes(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m summarization_pydantic_ai.evals` (its `__main__`, run in this process to stay fast)."""
+    monkeypatch.setattr(sys, "argv", ["evals", "--messages", "60", "--min-score", "1.0"])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("summarization_pydantic_ai.evals", run_name="__main__")
+    assert exit_info.value.code == 1  # the deterministic summary does not keep every decision
+    assert "Quality probes: summarization" in capsys.readouterr().out

@@ -76,11 +76,10 @@ class Probe:
     def _compiled(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in self.patterns)
 
-    def answered_by(self, text: str) -> bool:
+    def answered_by(self, text: str | _Text) -> bool:
         """Whether `text` (e.g. `render_messages(history)`) answers this probe."""
-        return self._answered(_Text(text))
-
-    def _answered(self, text: _Text) -> bool:
+        if isinstance(text, str):
+            text = _Text(text)
         if self.patterns:
             return any(p.search(text.lines) for p in self._compiled)
         return normalize(self.expected) in text.flat
@@ -120,9 +119,9 @@ def score(probes: Sequence[Probe], working_text: str, rehydrated_text: str = "")
     results: list[ProbeResult] = []
     for probe in probes:
         found: FoundIn | None = None
-        if probe._answered(working):
+        if probe.answered_by(working):
             found = "working"
-        elif rehydrated_text and probe._answered(rehydrated):
+        elif rehydrated_text and probe.answered_by(rehydrated):
             found = "rehydration"
         results.append(ProbeResult(probe, found))
     return results
