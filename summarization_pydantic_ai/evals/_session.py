@@ -9,6 +9,7 @@ always gives the same messages, message ids and probes.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +119,7 @@ class _Builder:
 
     # -- names -----------------------------------------------------------------------------------------------------
 
-    def _unique(self, make: Any) -> str:
+    def _unique(self, make: Callable[[], str]) -> str:
         """A value from `make()` never produced before (numbered when the vocabulary runs out)."""
         for _ in range(20):
             value = make()
