@@ -114,6 +114,7 @@ async def _run(args: argparse.Namespace, session: Session) -> ProbeReport:
 
 
 def _name(args: argparse.Namespace) -> str:
-    mode = f"replayed, trigger {args.trigger}" if args.replay else "one compaction"
+    trigger = f"window {args.max_tokens:,} tokens" if args.strategy == "middleware" else f"trigger {args.trigger}"
+    mode = f"replayed, {trigger}" if args.replay else "one compaction"
     summary = "no summary" if args.strategy == "sliding" else "deterministic summary"
     return f"{args.strategy} ({summary}, keep {args.keep}, {mode})"
