@@ -1,0 +1,40 @@
+"""Quality probes: does a compaction path keep what an agent needs to carry on?
+
+Build a long, realistic session with planted facts (files created and edited, todo states, decisions, errors and
+their fixes, the latest user request), run a compaction path on it, and score how many questions about those
+facts are still answerable from the compacted working history, plus what rehydration returns. Scoring is
+deterministic string matching: no model is called.
+
+Example:
+    ```python
+    report = await run_probes(SummarizationProcessor(None, trigger=('messages', 100), keep=20), messages=200)
+    print(report)
+    ```
+
+Command line: `python -m summarization_pydantic_ai.evals --messages 1000 --strategy summarization`.
+"""
+
+from ._derive import derive_probes, load_messages
+from ._probes import ARTIFACT_CATEGORIES, CATEGORIES, FoundIn, Probe, ProbeResult, todo_patterns
+from ._report import CategoryScore, ProbeReport
+from ._run import CompactFn, RehydrateFn, run_probes
+from ._session import MIN_MESSAGES, Session, build_session
+
+__all__ = [
+    "ARTIFACT_CATEGORIES",
+    "CATEGORIES",
+    "MIN_MESSAGES",
+    "CategoryScore",
+    "CompactFn",
+    "FoundIn",
+    "Probe",
+    "ProbeReport",
+    "ProbeResult",
+    "RehydrateFn",
+    "Session",
+    "build_session",
+    "derive_probes",
+    "load_messages",
+    "run_probes",
+    "todo_patterns",
+]
