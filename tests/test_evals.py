@@ -37,6 +37,8 @@ from summarization_pydantic_ai import (
 from summarization_pydantic_ai.evals import (
     ARTIFACT_CATEGORIES,
     Probe,
+    ProbeReport,
+    arun_probes,
     build_session,
     derive_probes,
     load_messages,
@@ -84,9 +86,9 @@ async def test_every_probe_is_answerable_before_compaction_and_the_summary_keeps
     """The probes are sound (the uncompacted session answers all of them) and, whatever the session, the
     deterministic summary keeps every file changed, the latest todo list and the last request."""
     session = build_session(size, seed)
-    untouched = await run_probes(lambda messages: messages, session)
+    untouched = await arun_probes(lambda messages: messages, session)
     assert untouched.score == 1.0
-    report = await run_probes(summarization(), session)
+    report = await arun_probes(summarization(), session)
     assert report.score_of(ARTIFACT_CATEGORIES) == 1.0, report.table()
     assert report.messages_after < report.messages_before
     assert report.problems == []
@@ -99,7 +101,7 @@ async def test_every_probe_is_answerable_before_compaction_and_the_summary_keeps
 async def test_the_deterministic_summarizer_keeps_the_whole_artifact_trail(size: int, tmp_path: Path) -> None:
     session = build_session(size, seed=0)
     mw = middleware(tmp_path)
-    for report in [await run_probes(summarization(), session), await run_probes(mw.compact, session)]:
+    for report in [await arun_probes(summarization(), session), await arun_probes(mw.compact, session)]:
         for category in ARTIFACT_CATEGORIES:
             scores = {c.category: c for c in report.categories()}
             assert scores[category].probes > 0, f"no {category} probes: the gate would pass vacuously"
@@ -112,7 +114,7 @@ async def test_rolling_summaries_keep_the_artifact_trail_when_replayed() -> None
     """Replayed request by request, the history is summarized many times: each summary carries the files and
     the todo list of the one it replaces."""
     processor = SummarizationProcessor(None, trigger=("messages", 100), keep=20)
-    report = await run_probes(processor, build_session(1_000, seed=1), replay=True)
+    report = await arun_probes(processor, build_session(1_000, seed=1), replay=True)
     assert report.messages_after < 130  # it was compacted again and again, not once
     assert report.score_of(ARTIFACT_CATEGORIES) == 1.0, report.table()
 
@@ -120,7 +122,7 @@ async def test_rolling_summaries_keep_the_artifact_trail_when_replayed() -> None
 async def test_the_sliding_window_scores_lower_on_old_facts_than_the_summarizer() -> None:
     session = build_session(400, seed=0)
     window = SlidingWindowProcessor(trigger=("messages", 21), keep=20)
-    sliding, summarized = await run_probes(window, session), await run_probes(summarization(), session)
+    sliding, summarized = await arun_probes(window, session), await arun_probes(summarization(), session)
     sliding_scores, summary_scores = sliding.category_scores(), summarized.category_scores()
     for category in ("file_paths", "todo_state", "errors"):
         assert sliding_scores[category] < summary_scores[category], (sliding.table(), summarized.table())
@@ -134,7 +136,7 @@ async def test_a_paraphrased_last_request_fails_its_probe() -> None:
     def paraphrase(messages: list[ModelMessage]) -> list[ModelMessage]:
         return [ModelRequest(parts=[UserPromptPart("The user wants the dashboard fixed.")])]
 
-    report = await run_probes(paraphrase, session)
+    report = await arun_probes(paraphrase, session)
     assert report.category_scores()["last_request"] == 0.0
     assert report.score < 0.1
 
@@ -145,9 +147,9 @@ async def test_a_paraphrased_last_request_fails_its_probe() -> None:
 async def test_rehydration_from_the_history_store_answers_what_the_summary_left_out(tmp_path: Path) -> None:
     session = build_session(300, seed=5)
     mw = middleware(tmp_path)
-    working_only = await run_probes(mw.compact, session)
+    working_only = await arun_probes(mw.compact, session)
     mw = middleware(tmp_path / "second")
-    rehydrated = await run_probes(mw.compact, session, rehydrate=mw.store)
+    rehydrated = await arun_probes(mw.compact, session, rehydrate=mw.store)
     assert working_only.score < 1.0
     assert rehydrated.working_score == working_only.score
     assert rehydrated.score == 1.0
@@ -162,7 +164,7 @@ async def test_rehydration_can_be_a_function(tmp_path: Path) -> None:
         seen.append(len(working))
         return session.messages[:40]
 
-    report = await run_probes(summarization(), session, rehydrate=read_back)
+    report = await arun_probes(summarization(), session, rehydrate=read_back)
     assert seen == [report.messages_after]
     rehydrated = [r.probe for r in report.results if r.found_in == "rehydration"]
     assert rehydrated
@@ -252,7 +254,7 @@ def test_derive_probes_asks_for_the_artifact_trail_of_any_session() -> None:
 async def test_your_own_session_and_probes(tmp_path: Path) -> None:
     messages = _own_session()
     mine = [*derive_probes(messages), Probe("reads", "Which doc was read?", "docs/read_only.md")]
-    report = await run_probes(lambda m: m[-1:], messages, probes=mine, name="keep last")
+    report = await arun_probes(lambda m: m[-1:], messages, probes=mine, name="keep last")
     assert report.strategy == "keep last"
     assert [r.probe.category for r in report.failing] == ["file_paths"] * 2 + ["todo_state"] * 2 + ["reads"]
     assert report.category_scores()["last_request"] == 1.0
@@ -262,7 +264,7 @@ async def test_your_own_session_and_probes(tmp_path: Path) -> None:
 
 
 async def test_the_report_is_a_readable_table_and_json(tmp_path: Path) -> None:
-    report = await run_probes(SlidingWindowProcessor(trigger=("messages", 21), keep=20), messages=200)
+    report = await arun_probes(SlidingWindowProcessor(trigger=("messages", 21), keep=20), messages=200)
     text = str(report)
     assert text.startswith("Quality probes: SlidingWindowProcessor on seed 0")
     for category in ("file_paths", "todo_state", "last_request", "decisions", "errors", "overall"):
@@ -275,9 +277,9 @@ async def test_the_report_is_a_readable_table_and_json(tmp_path: Path) -> None:
 
 async def test_bad_compaction_paths_are_refused() -> None:
     with pytest.raises(TypeError, match="callable"):
-        await run_probes("not a function", messages=60)  # type: ignore[arg-type]
+        await arun_probes("not a function", messages=60)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a list of messages"):
-        await run_probes(lambda messages: None, messages=60)  # type: ignore[arg-type,return-value]
+        await arun_probes(lambda messages: None, messages=60)  # type: ignore[arg-type,return-value]
 
 
 async def test_the_compaction_receives_a_copy_of_the_session() -> None:
@@ -289,7 +291,7 @@ async def test_the_compaction_receives_a_copy_of_the_session() -> None:
             message.parts = []
         return messages
 
-    await run_probes(vandal, session)
+    await arun_probes(vandal, session)
     assert render_messages(session.messages) == before
 
 
@@ -380,3 +382,16 @@ def test_python_dash_m_runs_the_probes(monkeypatch: pytest.MonkeyPatch, capsys: 
         runpy.run_module("summarization_pydantic_ai.evals", run_name="__main__")
     assert exit_info.value.code == 1  # the deterministic summary does not keep every decision
     assert "Quality probes: summarization" in capsys.readouterr().out
+
+
+def test_run_probes_is_synchronous_outside_an_event_loop() -> None:
+    report = run_probes(SlidingWindowProcessor(trigger=("messages", 21), keep=20), messages=200, seed=4)
+    assert isinstance(report, ProbeReport)
+    assert report.messages_before > report.messages_after
+
+
+async def test_run_probes_also_works_inside_a_running_loop_and_matches_the_async_form() -> None:
+    window = SlidingWindowProcessor(trigger=("messages", 21), keep=20)
+    from_sync = run_probes(window, messages=200, seed=4)
+    from_async = await arun_probes(SlidingWindowProcessor(trigger=("messages", 21), keep=20), messages=200, seed=4)
+    assert from_sync.to_dict() == from_async.to_dict()

@@ -7,7 +7,7 @@ deterministic string matching: no model is called.
 
 Example:
     ```python
-    report = await run_probes(SummarizationProcessor(None, trigger=('messages', 100), keep=20), messages=200)
+    report = run_probes(SummarizationProcessor(None, trigger=('messages', 100), keep=20), messages=200)
     print(report)
     ```
 
@@ -17,7 +17,7 @@ Command line: `python -m summarization_pydantic_ai.evals --messages 1000 --strat
 from ._derive import derive_probes, load_messages
 from ._probes import ARTIFACT_CATEGORIES, CATEGORIES, FoundIn, Probe, ProbeResult, todo_patterns
 from ._report import CategoryScore, ProbeReport
-from ._run import CompactFn, RehydrateFn, run_probes
+from ._run import CompactFn, RehydrateFn, arun_probes, run_probes
 from ._session import MIN_MESSAGES, Session, build_session
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "ProbeResult",
     "RehydrateFn",
     "Session",
+    "arun_probes",
     "build_session",
     "derive_probes",
     "load_messages",

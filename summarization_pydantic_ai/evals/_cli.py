@@ -16,7 +16,7 @@ from ..store import JsonHistoryStore
 from ._derive import derive_probes, load_messages
 from ._probes import Probe
 from ._report import ProbeReport
-from ._run import CompactFn, run_probes
+from ._run import CompactFn, arun_probes
 from ._session import MIN_MESSAGES, Session, build_session
 
 __all__ = ["main"]
@@ -97,10 +97,10 @@ async def _run(args: argparse.Namespace, session: Session) -> ProbeReport:
     keep, trigger = args.keep, args.trigger if args.replay else args.keep + 1
     if args.strategy == "summarization":
         processor = SummarizationProcessor(None, trigger=("messages", trigger), keep=("messages", keep))
-        return await run_probes(processor, session, replay=args.replay, name=_name(args))
+        return await arun_probes(processor, session, replay=args.replay, name=_name(args))
     if args.strategy == "sliding":
         window = SlidingWindowProcessor(trigger=("messages", trigger), keep=("messages", keep))
-        return await run_probes(window, session, replay=args.replay, name=_name(args))
+        return await arun_probes(window, session, replay=args.replay, name=_name(args))
     with tempfile.TemporaryDirectory() as folder:
         store = JsonHistoryStore(Path(folder) / "messages.json")
         middleware = ContextManagerMiddleware(
@@ -108,7 +108,7 @@ async def _run(args: argparse.Namespace, session: Session) -> ProbeReport:
         )
         compact: CompactFn = middleware if args.replay else middleware.compact
         try:
-            return await run_probes(compact, session, rehydrate=store, replay=args.replay, name=_name(args))
+            return await arun_probes(compact, session, rehydrate=store, replay=args.replay, name=_name(args))
         finally:
             store.close()
 

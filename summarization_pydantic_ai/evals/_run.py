@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import copy
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
@@ -18,7 +21,7 @@ from ._probes import Probe, score
 from ._report import ProbeReport
 from ._session import Session, build_session
 
-__all__ = ["CompactFn", "RehydrateFn", "run_probes"]
+__all__ = ["CompactFn", "RehydrateFn", "arun_probes", "run_probes"]
 
 CompactFn = Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]] | list[ModelMessage]]
 """A compaction path: messages in, working history out (sync or async), e.g. `middleware.compact`, a
@@ -29,7 +32,7 @@ RehydrateFn = Callable[[list[ModelMessage]], Awaitable[Sequence[ModelMessage]] |
 _PAGE = 500
 
 
-async def run_probes(
+async def arun_probes(
     compact: CompactFn,
     session: Session | Sequence[ModelMessage] | None = None,
     *,
@@ -40,7 +43,8 @@ async def run_probes(
     replay: bool = False,
     name: str | None = None,
 ) -> ProbeReport:
-    """Compact a session and report how many of its probes are still answerable.
+    """Compact a session and report how many of its probes are still answerable (the async form of
+    [`run_probes`][summarization_pydantic_ai.evals.run_probes]; use it inside a running event loop).
 
     Args:
         compact: the compaction path to judge (see `CompactFn`). It receives a deep copy of the session.
@@ -80,6 +84,49 @@ async def run_probes(
         tokens_after=count_tokens_approximately(working),
         problems=[str(p) for p in validate_history(working)],
     )
+
+
+def run_probes(
+    compact: CompactFn,
+    session: Session | Sequence[ModelMessage] | None = None,
+    *,
+    probes: Sequence[Probe] | None = None,
+    messages: int = 200,
+    seed: int = 0,
+    rehydrate: HistoryStore | RehydrateFn | None = None,
+    replay: bool = False,
+    name: str | None = None,
+) -> ProbeReport:
+    """Compact a session and report how many of its probes are still answerable; see
+    [`arun_probes`][summarization_pydantic_ai.evals.arun_probes] for the arguments.
+
+    Synchronous: call it from a script or a test. Inside a running event loop it runs the probes on a worker
+    thread with its own loop (it never blocks the caller's loop re-entrantly); there, `await arun_probes(...)`
+    is the natural form.
+
+    Example:
+        ```python
+        report = run_probes(SummarizationProcessor(None, trigger=('messages', 100), keep=20), messages=200)
+        print(report)
+        ```
+    """
+    run = functools.partial(
+        arun_probes,
+        compact,
+        session,
+        probes=probes,
+        messages=messages,
+        seed=seed,
+        rehydrate=rehydrate,
+        replay=replay,
+        name=name,
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="run_probes") as pool:
+        return pool.submit(lambda: asyncio.run(run())).result()
 
 
 async def _call(compact: CompactFn, messages: list[ModelMessage]) -> list[ModelMessage]:
