@@ -1,0 +1,366 @@
+"""The guaranteed working set: what every compaction keeps verbatim right after the summary.
+
+After the summary come, in this order: the latest user request, pinned messages, the current todo list (the latest
+todo tool call and its result), recent errors and the last tool exchanges. They are taken out of the span the summary
+replaces (so they are not summarized twice), whole: a tool call always travels with its results. A token budget
+bounds what is moved; the latest user request is never dropped. The system prompt stays where it is, at the start.
+
+A pinned request placed right after the summary is one user turn with it: pydantic-ai merges consecutive requests
+(and the middleware builds the merged form itself). The summary records which of its parts came from which pinned
+message (`preserved_parts` in its metadata), so the pin is found again, by id, at the next compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,  # pyright: ignore[reportDeprecated]
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from ._events import PreservedItem, WorkingSetKind
+from ._messages import MESSAGE_ID_KEY, ToolPairIndex, get_message_id, summary_info, summary_part, validate_history
+from ._tokens import estimate_message_tokens
+
+if TYPE_CHECKING:
+    from ._compaction import CompactionPlan
+
+__all__ = [
+    "DEFAULT_TODO_TOOLS",
+    "DEFAULT_WORKING_SET_FRACTION",
+    "WorkingSetOptions",
+    "apply_working_set",
+    "merge_into_summary",
+]
+
+DEFAULT_TODO_TOOLS: tuple[str, ...] = ("write_todos",)
+"""The todo tool of `pydantic_deep` (`write_todos` replaces the whole list, so its latest call is the list)."""
+
+DEFAULT_WORKING_SET_FRACTION = 0.25
+"""Without `working_set_tokens`, the working set may add up to this fraction of the token budget."""
+
+PRESERVED_PARTS_KEY = "preserved_parts"
+"""In a summary's metadata: the parts of its request that are pinned messages merged into it."""
+
+_ERROR_OUTCOMES = ("failed", "retried")
+
+
+@dataclass(frozen=True)
+class WorkingSetOptions:
+    """What one compaction preserves (built by the processors and the middleware from their settings)."""
+
+    tokens: int
+    pins: frozenset[str] = frozenset()
+    pin_predicate: Callable[[ModelMessage], bool] | None = None
+    todo_tools: tuple[str, ...] = DEFAULT_TODO_TOOLS
+    errors: int = 1
+    tool_exchanges: int = 1
+    max_messages: int | None = None
+    """The compacted history stays at or below this many messages (a processor's message trigger, less room for
+    the next exchange), so the working set never makes the next request compact again."""
+
+
+@dataclass
+class _Unit:
+    """Messages that move together: a message and everything its tool calls and results are paired with."""
+
+    kind: WorkingSetKind
+    indices: tuple[int, ...]
+    messages: tuple[ModelMessage, ...]
+    movable: bool
+    group: tuple[int, int] | None = None
+    """For a pinned message merged into an earlier summary: (summary index, group number)."""
+
+    @property
+    def key(self) -> object:
+        return self.group if self.group is not None else self.indices
+
+    @property
+    def tokens(self) -> int:
+        return sum(map(estimate_message_tokens, self.messages))
+
+    def item(self, moved: bool) -> PreservedItem:
+        ids = tuple(mid for mid in map(get_message_id, self.messages) if mid)
+        return PreservedItem(self.kind, ids, len(self.messages), self.tokens, moved)
+
+
+@dataclass
+class _Selection:
+    messages: Sequence[ModelMessage]
+    lo: int
+    hi: int
+    index: ToolPairIndex
+    units: list[_Unit] = field(default_factory=list[_Unit])
+    claimed: set[object] = field(default_factory=set[object])
+
+    def unit(self, kind: WorkingSetKind, at: int) -> _Unit | None:
+        """The pair-closed unit of `messages[at]`, unless a higher priority claimed it already."""
+        indices = _closure(self.messages, self.index, at)
+        if indices in self.claimed:
+            return None
+        self.claimed.add(indices)
+        inside = [self.lo <= i < self.hi for i in indices]
+        movable = all(inside) and _clean(self.messages, indices)
+        if any(inside) and not movable:
+            return None  # straddles the cut or is broken: left to the summary
+        unit = _Unit(kind, indices, tuple(self.messages[i] for i in indices), movable)
+        self.units.append(unit)
+        return unit
+
+    def latest(self, kind: WorkingSetKind, limit: int, wanted: Callable[[ModelMessage], bool]) -> None:
+        """The `limit` most recent units holding a `wanted` message (one claimed by a higher priority counts)."""
+        found = 0
+        for i in range(len(self.messages) - 1, -1, -1):
+            if found >= limit:
+                return
+            if wanted(self.messages[i]):
+                self.unit(kind, i)
+                found += 1
+
+
+def _closure(messages: Sequence[ModelMessage], index: ToolPairIndex, at: int) -> tuple[int, ...]:
+    """`at` and every message paired with it through tool calls and results, transitively, in history order."""
+    seen = {at}
+    todo = [at]
+    while todo:
+        i = todo.pop()
+        message = messages[i]
+        linked: list[int] = []
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    linked.extend(index.results.get(part.tool_call_id, ()))
+        else:
+            for part in message.parts:
+                call_id = _result_call_id(part)
+                if call_id is not None and (call := index.calls.get(call_id)) is not None:
+                    linked.append(call)
+        for j in linked:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return tuple(sorted(seen))
+
+
+def _result_call_id(part: object) -> str | None:
+    if isinstance(part, ToolReturnPart):
+        return part.tool_call_id
+    if isinstance(part, RetryPromptPart) and part.tool_name is not None:  # pyright: ignore[reportDeprecated]
+        return part.tool_call_id
+    return None
+
+
+_BEFORE = ModelRequest(parts=[UserPromptPart("before")])
+_AFTER = ModelRequest(parts=[UserPromptPart("after")])
+
+
+def _clean(messages: Sequence[ModelMessage], indices: tuple[int, ...]) -> bool:
+    """Whether the unit is valid on its own between two requests, so moving it cannot break the history."""
+    if any(summary_part(messages[i]) is not None for i in indices):
+        return False  # summaries are rolled into the new summary, not moved
+    return not validate_history([_BEFORE, *(messages[i] for i in indices), _AFTER])
+
+
+def _is_pinned(message: ModelMessage, options: WorkingSetOptions) -> bool:
+    message_id = get_message_id(message)
+    if message_id is not None and message_id in options.pins:
+        return True
+    return options.pin_predicate is not None and bool(options.pin_predicate(message))
+
+
+def _has_error(message: ModelMessage) -> bool:
+    if not isinstance(message, ModelRequest):
+        return False
+    for part in message.parts:
+        if isinstance(part, ToolReturnPart) and part.outcome in _ERROR_OUTCOMES:
+            return True
+        if isinstance(part, RetryPromptPart) and part.tool_name is not None:  # pyright: ignore[reportDeprecated]
+            return True
+    return False
+
+
+def _calls(message: ModelMessage, names: tuple[str, ...] | None = None) -> bool:
+    if not isinstance(message, ModelResponse):
+        return False
+    return any(isinstance(p, ToolCallPart) and (names is None or p.tool_name in names) for p in message.parts)
+
+
+def preserved_groups(message: ModelMessage) -> list[ModelRequest]:
+    """The pinned messages a summary request absorbed, rebuilt as requests with their own ids."""
+    info = summary_info(message)
+    groups: Any = (info or {}).get(PRESERVED_PARTS_KEY)
+    if not isinstance(groups, list) or not isinstance(message, ModelRequest):
+        return []
+    at = next(i for i, p in enumerate(message.parts) if isinstance(p, CompactionPart) and p.provider_name is None)
+    rebuilt: list[ModelRequest] = []
+    for group in groups:  # pyright: ignore[reportUnknownVariableType]
+        start, count, message_id = _group_fields(group)
+        if start is None or count is None or at + start + count > len(message.parts):
+            continue  # edited by hand or another tool: the parts stay with the summary
+        parts = message.parts[at + start : at + start + count]
+        metadata = {MESSAGE_ID_KEY: message_id} if message_id else None
+        rebuilt.append(ModelRequest(parts=list(parts), metadata=metadata))
+    return rebuilt
+
+
+def _group_fields(group: Any) -> tuple[int | None, int | None, str | None]:
+    if not isinstance(group, dict):
+        return None, None, None
+    start, count, message_id = group.get("start"), group.get("count"), group.get("id")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not (isinstance(start, int) and isinstance(count, int) and start > 0 and count > 0):
+        return None, None, None
+    return start, count, message_id if isinstance(message_id, str) else None
+
+
+def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
+    """Every candidate, in priority order: latest request, pinned, todo, errors (newest first), exchanges."""
+    from ._compaction import latest_user_request_at
+
+    sel = _Selection(messages, plan.head_end, plan.cutoff, ToolPairIndex.build(messages))
+    latest = latest_user_request_at(messages)
+    if latest is not None and summary_part(messages[latest]) is None:
+        sel.unit("latest_request", latest)
+    for i, message in enumerate(messages):
+        if summary_part(message) is not None:
+            _add_groups(sel, i, message, options)
+        elif _is_pinned(message, options):
+            sel.unit("pinned", i)
+    sel.latest("todo", 1, lambda m: _calls(m, options.todo_tools))
+    sel.latest("error", options.errors, _has_error)
+    sel.latest("tool_exchange", options.tool_exchanges, _calls)
+    return sel
+
+
+def _add_groups(sel: _Selection, at: int, summary: ModelMessage, options: WorkingSetOptions) -> None:
+    for number, group in enumerate(preserved_groups(summary)):
+        if _is_pinned(group, options):
+            movable = sel.lo <= at < sel.hi
+            sel.units.append(_Unit("pinned", (at,), (group,), movable, group=(at, number)))
+
+
+def apply_working_set(
+    messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions
+) -> CompactionPlan:
+    """The plan with the working set taken out of its span and listed in `plan.preserved_messages`, in order."""
+    sel = _select(messages, plan, options)
+    remaining = options.tokens - sum(map(_part_tokens, plan.carried))
+    room = _message_room(messages, plan, options.max_messages)
+    latest_moves = bool(plan.carried) or any(u.kind == "latest_request" and u.movable for u in sel.units)
+    taken: list[_Unit] = []
+    items: list[PreservedItem] = []
+    dropped: list[PreservedItem] = []
+    for unit in sel.units:
+        if not unit.movable:
+            items.append(unit.item(moved=False))
+        elif unit.kind == "latest_request" and len(unit.indices) == 1:
+            items.append(unit.item(moved=True))  # carried by the summary request (plan.carried)
+        elif unit.kind == "latest_request" or (
+            unit.tokens <= remaining
+            and len(unit.messages) <= room
+            and not (latest_moves and not _joins_summary(unit) and _has_prompt(unit))
+        ):
+            remaining -= unit.tokens
+            room -= len(unit.messages)
+            taken.append(unit)
+            items.append(unit.item(moved=True))
+        else:
+            dropped.append(unit.item(moved=False))
+    moved_messages = {id(m) for u in taken if u.group is None for m in u.messages}
+    moved_parts = {id(p) for u in taken if u.group is not None for p in u.messages[0].parts}
+    group_parts = {id(p) for i in range(len(messages)) for g in preserved_groups(messages[i]) for p in g.parts}
+    span = _without(plan.span, moved_messages, moved_parts)
+    if not span:
+        return plan  # everything would be preserved: summarize instead, so the compaction still shrinks the context
+    taken.sort(key=_placement)
+    preserved = tuple(m for u in taken for m in u.messages)
+    carried = plan.carried
+    if any(u.kind == "latest_request" for u in taken):
+        carried = ()  # the latest request moved with its tool exchange
+    carried = tuple(p for p in carried if id(p) not in group_parts)
+    return replace(
+        plan,
+        span=span,
+        carried=carried,
+        preserved_messages=preserved,
+        preserved=tuple(items),
+        preserved_dropped=tuple(dropped),
+    )
+
+
+_ORDER = {"latest_request": 1, "pinned": 2, "todo": 3, "error": 4, "tool_exchange": 5}
+
+
+def _placement(unit: _Unit) -> tuple[int, tuple[int, ...], tuple[int, int]]:
+    """Pinned requests first (they join the summary's user turn), then the latest request with its tool exchange,
+    the other pinned messages, the todo list, errors and exchanges; each kind in history order."""
+    first = 0 if unit.kind == "pinned" and _joins_summary(unit) else _ORDER[unit.kind]
+    return first, unit.indices, unit.group or (0, 0)
+
+
+def _joins_summary(unit: _Unit) -> bool:
+    """A lone request: placed right after the summary, it is one user turn with it (see `merge_into_summary`)."""
+    return len(unit.messages) == 1 and isinstance(unit.messages[0], ModelRequest)
+
+
+def _has_prompt(unit: _Unit) -> bool:
+    """Whether the unit holds a user prompt: moved after the latest request, it would look like a later one."""
+    return any(isinstance(p, UserPromptPart) for m in unit.messages if isinstance(m, ModelRequest) for p in m.parts)
+
+
+def _message_room(messages: Sequence[ModelMessage], plan: CompactionPlan, max_messages: int | None) -> int:
+    if max_messages is None:
+        return len(messages)
+    kept = plan.head_end + (plan.system_head is not None) + 1 + len(messages) - plan.cutoff
+    return max_messages - kept
+
+
+def _part_tokens(part: Any) -> int:
+    return estimate_message_tokens(ModelRequest(parts=[part]))
+
+
+def _without(span: Sequence[ModelMessage], moved_messages: set[int], moved_parts: set[int]) -> tuple[ModelMessage, ...]:
+    kept: list[ModelMessage] = []
+    for message in span:
+        if id(message) in moved_messages:
+            continue
+        parts = [p for p in message.parts if id(p) not in moved_parts]
+        if len(parts) == len(message.parts):
+            kept.append(message)
+        elif parts:
+            kept.append(replace(message, parts=parts))  # type: ignore[arg-type]
+    return tuple(kept)
+
+
+def merge_into_summary(
+    summary: ModelRequest, preserved: Sequence[ModelMessage]
+) -> tuple[ModelRequest, list[ModelMessage]]:
+    """Put the lone requests that open the working set (pinned requests) into the summary's request, right after
+    the summary and before the latest request it carries: one user turn, as pydantic-ai would merge them anyway,
+    with the latest request last. The summary's metadata records which parts came from which message, so a pin is
+    found again, by id, at the next compaction. Returns the summary request and the rest of the working set."""
+    leading: list[ModelRequest] = []
+    for message in preserved:
+        if not isinstance(message, ModelRequest):
+            break
+        leading.append(message)
+    info = summary_info(summary)
+    if not leading or info is None:
+        return summary, list(preserved)
+    at = next(i for i, p in enumerate(summary.parts) if isinstance(p, CompactionPart) and p.provider_name is None)
+    groups: list[dict[str, Any]] = []
+    start = 1
+    for message in leading:
+        groups.append({"id": get_message_id(message), "start": start, "count": len(message.parts)})
+        start += len(message.parts)
+    info[PRESERVED_PARTS_KEY] = groups
+    parts = [*summary.parts[: at + 1], *(p for m in leading for p in m.parts), *summary.parts[at + 1 :]]
+    return replace(summary, parts=parts), list(preserved[len(leading) :])
