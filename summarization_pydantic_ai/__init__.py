@@ -20,6 +20,7 @@ from ._events import (
     ContextEvent,
     EventCallback,
     LimitWarningIssued,
+    PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
     ToolResultsCleared,
@@ -50,6 +51,7 @@ from ._tokens import (
     estimate_message_tokens,
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from ._working_set import DEFAULT_TODO_TOOLS
 from .context_manager import ContextManagerMiddleware, ContextUsage, Truncation, truncate_output, truncate_text
 from .processors import (
     ClearToolResultsProcessor,
@@ -86,6 +88,7 @@ from .summarize import (
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
     "SUMMARY_METADATA_KEY",
     "CallbackFailed",
@@ -117,6 +120,7 @@ __all__ = [
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
+    "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",

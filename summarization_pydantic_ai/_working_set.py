@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     RetryPromptPart,  # pyright: ignore[reportDeprecated]
+    SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -65,8 +66,9 @@ class WorkingSetOptions:
     errors: int = 1
     tool_exchanges: int = 1
     max_messages: int | None = None
-    """The compacted history stays at or below this many messages (a processor's message trigger, less room for
-    the next exchange), so the working set never makes the next request compact again."""
+    """Errors and tool exchanges are kept only while the compacted history stays at or below this many messages (a
+    processor's message trigger, less room for the next exchange), so they never make the next request compact
+    again. Pinned messages and the todo list are kept regardless."""
 
 
 @dataclass
@@ -79,10 +81,6 @@ class _Unit:
     movable: bool
     group: tuple[int, int] | None = None
     """For a pinned message merged into an earlier summary: (summary index, group number)."""
-
-    @property
-    def key(self) -> object:
-        return self.group if self.group is not None else self.indices
 
     @property
     def tokens(self) -> int:
@@ -99,6 +97,8 @@ class _Selection:
     lo: int
     hi: int
     index: ToolPairIndex
+    split_system: bool
+    """The plan keeps the first request's system prompt on its own: a moved first request leaves it behind."""
     units: list[_Unit] = field(default_factory=list[_Unit])
     claimed: set[object] = field(default_factory=set[object])
 
@@ -112,9 +112,15 @@ class _Selection:
         movable = all(inside) and _clean(self.messages, indices)
         if any(inside) and not movable:
             return None  # straddles the cut or is broken: left to the summary
-        unit = _Unit(kind, indices, tuple(self.messages[i] for i in indices), movable)
+        unit = _Unit(kind, indices, tuple(self._verbatim(i) for i in indices), movable)
         self.units.append(unit)
         return unit
+
+    def _verbatim(self, i: int) -> ModelMessage:
+        message = self.messages[i]
+        if i == 0 and self.split_system and isinstance(message, ModelRequest):
+            return replace(message, parts=[p for p in message.parts if not isinstance(p, SystemPromptPart)])
+        return message
 
     def latest(self, kind: WorkingSetKind, limit: int, wanted: Callable[[ModelMessage], bool]) -> None:
         """The `limit` most recent units holding a `wanted` message (one claimed by a higher priority counts)."""
@@ -225,7 +231,8 @@ def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: Wor
     """Every candidate, in priority order: latest request, pinned, todo, errors (newest first), exchanges."""
     from ._compaction import latest_user_request_at
 
-    sel = _Selection(messages, plan.head_end, plan.cutoff, ToolPairIndex.build(messages))
+    index = ToolPairIndex.build(messages)
+    sel = _Selection(messages, plan.head_end, plan.cutoff, index, plan.system_head is not None)
     latest = latest_user_request_at(messages)
     if latest is not None and summary_part(messages[latest]) is None:
         sel.unit("latest_request", latest)
@@ -249,8 +256,9 @@ def _add_groups(sel: _Selection, at: int, summary: ModelMessage, options: Workin
 
 def apply_working_set(
     messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions
-) -> CompactionPlan:
-    """The plan with the working set taken out of its span and listed in `plan.preserved_messages`, in order."""
+) -> CompactionPlan | None:
+    """The plan with the working set taken out of its span and listed in `plan.preserved_messages`, in order;
+    `None` when the latest request and the pinned messages are all the span holds (nothing left to summarize)."""
     sel = _select(messages, plan, options)
     remaining = options.tokens - sum(map(_part_tokens, plan.carried))
     room = _message_room(messages, plan, options.max_messages)
@@ -265,26 +273,35 @@ def apply_working_set(
             items.append(unit.item(moved=True))  # carried by the summary request (plan.carried)
         elif unit.kind == "latest_request" or (
             unit.tokens <= remaining
-            and len(unit.messages) <= room
+            and (unit.kind in ("pinned", "todo") or _added_messages(unit) <= room)
             and not (latest_moves and not _joins_summary(unit) and _has_prompt(unit))
         ):
             remaining -= unit.tokens
-            room -= len(unit.messages)
+            room -= _added_messages(unit)
             taken.append(unit)
             items.append(unit.item(moved=True))
         else:
             dropped.append(unit.item(moved=False))
-    moved_messages = {id(m) for u in taken if u.group is None for m in u.messages}
-    moved_parts = {id(p) for u in taken if u.group is not None for p in u.messages[0].parts}
-    group_parts = {id(p) for i in range(len(messages)) for g in preserved_groups(messages[i]) for p in g.parts}
-    span = _without(plan.span, moved_messages, moved_parts)
+    if plan.carried and not any(u.kind == "latest_request" for u in sel.units):
+        # carried from an earlier summary's request, where it was carried before
+        tokens = sum(map(_part_tokens, plan.carried))
+        items.insert(0, PreservedItem("latest_request", (), 1, tokens, moved=True))
+    span = _span_without(messages, plan, taken)
+    while not span and taken and taken[-1].kind not in ("latest_request", "pinned"):
+        # The working set would be the whole span: give the newest-claimed, lowest-priority entries to the summary,
+        # so the compaction still shrinks the context.
+        unit = taken.pop()
+        items.remove(unit.item(moved=True))
+        dropped.append(unit.item(moved=False))
+        span = _span_without(messages, plan, taken)
     if not span:
-        return plan  # everything would be preserved: summarize instead, so the compaction still shrinks the context
+        return None
     taken.sort(key=_placement)
     preserved = tuple(m for u in taken for m in u.messages)
     carried = plan.carried
     if any(u.kind == "latest_request" for u in taken):
         carried = ()  # the latest request moved with its tool exchange
+    group_parts = {id(p) for m in messages for g in preserved_groups(m) for p in g.parts}
     carried = tuple(p for p in carried if id(p) not in group_parts)
     return replace(
         plan,
@@ -306,6 +323,10 @@ def _placement(unit: _Unit) -> tuple[int, tuple[int, ...], tuple[int, int]]:
     return first, unit.indices, unit.group or (0, 0)
 
 
+def _added_messages(unit: _Unit) -> int:
+    return 0 if _joins_summary(unit) else len(unit.messages)
+
+
 def _joins_summary(unit: _Unit) -> bool:
     """A lone request: placed right after the summary, it is one user turn with it (see `merge_into_summary`)."""
     return len(unit.messages) == 1 and isinstance(unit.messages[0], ModelRequest)
@@ -325,6 +346,14 @@ def _message_room(messages: Sequence[ModelMessage], plan: CompactionPlan, max_me
 
 def _part_tokens(part: Any) -> int:
     return estimate_message_tokens(ModelRequest(parts=[part]))
+
+
+def _span_without(
+    messages: Sequence[ModelMessage], plan: CompactionPlan, taken: list[_Unit]
+) -> tuple[ModelMessage, ...]:
+    moved_messages = {id(messages[i]) for u in taken if u.group is None for i in u.indices}
+    moved_parts = {id(p) for u in taken if u.group is not None for p in u.messages[0].parts}
+    return _without(plan.span, moved_messages, moved_parts)
 
 
 def _without(span: Sequence[ModelMessage], moved_messages: set[int], moved_parts: set[int]) -> tuple[ModelMessage, ...]:
