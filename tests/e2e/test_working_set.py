@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError
 from pydantic_ai.messages import (
     CompactionPart,
     ModelMessage,
@@ -89,7 +90,7 @@ class ReadLoop:
         return ModelResponse(parts=[TextPart("done")])
 
 
-def make_agent(model: ReadLoop, capability: Any) -> Agent[None, str]:
+def make_agent(model: Any, capability: Any) -> Agent[None, str]:
     agent: Agent[None, str] = Agent(FunctionModel(model), capabilities=[capability])
 
     @agent.tool_plain
@@ -346,3 +347,21 @@ async def test_a_pin_added_during_a_run_applies_at_its_next_compaction() -> None
     await agent.run(LATEST, message_history=old_history())
     assert middleware.pinned == {"m-pinned"} and middleware.compression_count >= 1
     assert_working_set(reads.seen, predicate=False)
+
+
+async def test_overflow_retry_keeps_the_working_set() -> None:
+    """A request the provider rejects as too long is compacted (through the same compression) and retried."""
+    middleware = ContextManagerMiddleware(summarization_model=None, max_tokens=1_000_000, pin_predicate=keep_note)
+    middleware.pin("m-pinned")
+    reads = ReadLoop(calls=6)
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 14:
+            raise ModelHTTPError.for_category(
+                ModelContextWindowExceededError, status_code=400, model_name="test", body="prompt is too long"
+            )
+        return reads(messages, info)
+
+    result = await make_agent(model, middleware).run(LATEST, message_history=old_history())
+    assert result.output == "done" and middleware.compression_count >= 1
+    assert_working_set(reads.seen)
