@@ -29,7 +29,13 @@ from pydantic_ai.messages import (
 )
 
 from ._events import PreservedItem, WorkingSetKind
-from ._messages import MESSAGE_ID_KEY, ToolPairIndex, get_message_id, summary_info, summary_part, validate_history
+from ._messages import (
+    MESSAGE_ID_KEY,
+    get_message_id,
+    summary_info,
+    summary_part,
+    validate_history,
+)
 from ._tokens import estimate_message_tokens
 
 if TYPE_CHECKING:
@@ -96,15 +102,16 @@ class _Selection:
     messages: Sequence[ModelMessage]
     lo: int
     hi: int
-    index: ToolPairIndex
     split_system: bool
     """The plan keeps the first request's system prompt on its own: a moved first request leaves it behind."""
     units: list[_Unit] = field(default_factory=list[_Unit])
     claimed: set[object] = field(default_factory=set[object])
+    group_parts: set[int] = field(default_factory=set[int])
+    """Every part an earlier summary absorbed from a pinned message: never part of a carried latest request."""
 
     def unit(self, kind: WorkingSetKind, at: int) -> _Unit | None:
         """The pair-closed unit of `messages[at]`, unless a higher priority claimed it already."""
-        indices = _closure(self.messages, self.index, at)
+        indices = _closure(self.messages, at)
         if indices in self.claimed:
             return None
         self.claimed.add(indices)
@@ -122,39 +129,31 @@ class _Selection:
             return replace(message, parts=[p for p in message.parts if not isinstance(p, SystemPromptPart)])
         return message
 
-    def latest(self, kind: WorkingSetKind, limit: int, wanted: Callable[[ModelMessage], bool]) -> None:
-        """The `limit` most recent units holding a `wanted` message (one claimed by a higher priority counts)."""
-        found = 0
-        for i in range(len(self.messages) - 1, -1, -1):
-            if found >= limit:
-                return
-            if wanted(self.messages[i]):
-                self.unit(kind, i)
-                found += 1
 
-
-def _closure(messages: Sequence[ModelMessage], index: ToolPairIndex, at: int) -> tuple[int, ...]:
-    """`at` and every message paired with it through tool calls and results, transitively, in history order."""
-    seen = {at}
-    todo = [at]
-    while todo:
-        i = todo.pop()
-        message = messages[i]
-        linked: list[int] = []
-        if isinstance(message, ModelResponse):
-            for part in message.parts:
-                if isinstance(part, ToolCallPart):
-                    linked.extend(index.results.get(part.tool_call_id, ()))
-        else:
-            for part in message.parts:
-                call_id = _result_call_id(part)
-                if call_id is not None and (call := index.calls.get(call_id)) is not None:
-                    linked.append(call)
-        for j in linked:
-            if j not in seen:
-                seen.add(j)
-                todo.append(j)
-    return tuple(sorted(seen))
+def _closure(messages: Sequence[ModelMessage], at: int) -> tuple[int, ...]:
+    """`at` with the messages it is paired with: a response with tool calls and the requests right after it that
+    hold their results. Found locally (O(exchange)); a pair spread further (a broken history) is not a clean unit
+    and is left to the summary (see `_clean`)."""
+    message = messages[at]
+    start = at
+    if isinstance(message, ModelRequest):
+        if not any(_result_call_id(p) for p in message.parts):
+            return (at,)
+        while start > 0 and isinstance(messages[start - 1], ModelRequest):
+            start -= 1
+        start -= 1
+        if start < 0:
+            return (at,)
+    calls = {p.tool_call_id for p in messages[start].parts if isinstance(p, ToolCallPart)}
+    if not calls:
+        return (at,)
+    indices = [start]
+    j = start + 1
+    while j < len(messages) and isinstance(messages[j], ModelRequest):
+        if any(_result_call_id(p) in calls for p in messages[j].parts):
+            indices.append(j)
+        j += 1
+    return tuple(indices) if at in indices else (at,)
 
 
 def _result_call_id(part: object) -> str | None:
@@ -177,8 +176,7 @@ def _clean(messages: Sequence[ModelMessage], indices: tuple[int, ...]) -> bool:
 
 
 def _is_pinned(message: ModelMessage, options: WorkingSetOptions) -> bool:
-    message_id = get_message_id(message)
-    if message_id is not None and message_id in options.pins:
+    if options.pins and get_message_id(message) in options.pins:
         return True
     return options.pin_predicate is not None and bool(options.pin_predicate(message))
 
@@ -194,10 +192,24 @@ def _has_error(message: ModelMessage) -> bool:
     return False
 
 
-def _calls(message: ModelMessage, names: tuple[str, ...] | None = None) -> bool:
-    if not isinstance(message, ModelResponse):
-        return False
-    return any(isinstance(p, ToolCallPart) and (names is None or p.tool_name in names) for p in message.parts)
+def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tuple[list[int], list[int], list[int]]:
+    """One pass from the end: the latest todo call, the most recent errors and tool exchanges (their indices)."""
+    todo: list[int] = []
+    errors: list[int] = []
+    exchanges: list[int] = []
+    for i in range(len(messages) - 1, -1, -1):
+        if todo and len(errors) >= options.errors and len(exchanges) >= options.tool_exchanges:
+            break
+        message = messages[i]
+        if isinstance(message, ModelResponse):
+            names = [p.tool_name for p in message.parts if isinstance(p, ToolCallPart)]
+            if names and len(exchanges) < options.tool_exchanges:
+                exchanges.append(i)
+            if not todo and any(name in options.todo_tools for name in names):
+                todo.append(i)
+        elif len(errors) < options.errors and _has_error(message):
+            errors.append(i)
+    return todo, errors, exchanges
 
 
 def preserved_groups(message: ModelMessage) -> list[ModelRequest]:
@@ -231,24 +243,26 @@ def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: Wor
     """Every candidate, in priority order: latest request, pinned, todo, errors (newest first), exchanges."""
     from ._compaction import latest_user_request_at
 
-    index = ToolPairIndex.build(messages)
-    sel = _Selection(messages, plan.head_end, plan.cutoff, index, plan.system_head is not None)
+    sel = _Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
     latest = latest_user_request_at(messages)
     if latest is not None and summary_part(messages[latest]) is None:
         sel.unit("latest_request", latest)
+    pins = bool(options.pins) or options.pin_predicate is not None
     for i, message in enumerate(messages):
         if summary_part(message) is not None:
             _add_groups(sel, i, message, options)
-        elif _is_pinned(message, options):
+        elif pins and _is_pinned(message, options):
             sel.unit("pinned", i)
-    sel.latest("todo", 1, lambda m: _calls(m, options.todo_tools))
-    sel.latest("error", options.errors, _has_error)
-    sel.latest("tool_exchange", options.tool_exchanges, _calls)
+    todo, errors, exchanges = _recent(messages, options)
+    for kind, found in (("todo", todo), ("error", errors), ("tool_exchange", exchanges)):
+        for i in found:  # an entry a higher priority claimed already counts: it is in the working set
+            sel.unit(kind, i)  # type: ignore[arg-type]
     return sel
 
 
 def _add_groups(sel: _Selection, at: int, summary: ModelMessage, options: WorkingSetOptions) -> None:
     for number, group in enumerate(preserved_groups(summary)):
+        sel.group_parts.update(map(id, group.parts))
         if _is_pinned(group, options):
             movable = sel.lo <= at < sel.hi
             sel.units.append(_Unit("pinned", (at,), (group,), movable, group=(at, number)))
@@ -301,8 +315,7 @@ def apply_working_set(
     carried = plan.carried
     if any(u.kind == "latest_request" for u in taken):
         carried = ()  # the latest request moved with its tool exchange
-    group_parts = {id(p) for m in messages for g in preserved_groups(m) for p in g.parts}
-    carried = tuple(p for p in carried if id(p) not in group_parts)
+    carried = tuple(p for p in carried if id(p) not in sel.group_parts)
     return replace(
         plan,
         span=span,
@@ -360,6 +373,9 @@ def _without(span: Sequence[ModelMessage], moved_messages: set[int], moved_parts
     kept: list[ModelMessage] = []
     for message in span:
         if id(message) in moved_messages:
+            continue
+        if not moved_parts:
+            kept.append(message)
             continue
         parts = [p for p in message.parts if id(p) not in moved_parts]
         if len(parts) == len(message.parts):
