@@ -365,3 +365,20 @@ async def test_overflow_retry_keeps_the_working_set() -> None:
     result = await make_agent(model, middleware).run(LATEST, message_history=old_history())
     assert result.output == "done" and middleware.compression_count >= 1
     assert_working_set(reads.seen)
+
+
+async def test_the_history_file_resumes_with_the_working_set(tmp_path: Path) -> None:
+    """`store.load()` returns the compacted working context, working set included, in the same order."""
+    path = tmp_path / "messages.json"
+    middleware = ContextManagerMiddleware(summarization_model=None, max_tokens=1_000_000, messages_path=path)
+    first = ReadLoop(calls=3)
+    history = (await make_agent(first, middleware).run(LATEST, message_history=old_history())).all_messages()
+    middleware.pin("m-pinned")
+    compacted = await middleware.compact([*history, ModelRequest(parts=[UserPromptPart("and now?")])])
+    store = middleware.store
+    assert store is not None
+    loaded = await store.load()
+    assert [get_message_id(m) for m in loaded] == [get_message_id(m) for m in compacted]
+    assert [m.parts for m in loaded] == [m.parts for m in compacted]
+    at = positions(loaded)
+    assert at["summary"] < at["pinned"] < at["todo_call"] < at["todo_result"]
