@@ -54,7 +54,7 @@ class CompactionPlan:
     preserved: tuple[PreservedItem, ...] = ()
     """What the working set holds after the compaction (moved, carried or already in the kept part)."""
     preserved_dropped: tuple[PreservedItem, ...] = ()
-    """Working-set entries left to the summary because the working-set budget was spent."""
+    """Working-set entries left to the summary (the budget was spent, or a placement rule left no room)."""
 
 
 def latest_user_request_at(messages: Sequence[ModelMessage]) -> int | None:

@@ -81,7 +81,7 @@ class CompactionCompleted:
     preserved: tuple[PreservedItem, ...] = ()
     """The working set after the compaction: what was kept verbatim (see "The working set")."""
     preserved_dropped: tuple[PreservedItem, ...] = ()
-    """Working-set entries summarized because `working_set_tokens` was spent."""
+    """Working-set entries that were summarized: `working_set_tokens` was spent, or a placement rule left no room."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,7 @@ class WindowTrimmed:
     preserved: tuple[PreservedItem, ...] = ()
     """The working set after the trim: what was kept verbatim (see "The working set")."""
     preserved_dropped: tuple[PreservedItem, ...] = ()
+    """Working-set entries that were dropped with the rest: the budget was spent, or a placement rule left no room."""
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 """The guaranteed working set: what every compaction keeps verbatim right after the summary.
 
-After the summary come, in this order: the latest user request, pinned messages, the current todo list (the latest
-todo tool call and its result), recent errors and the last tool exchanges. They are taken out of the span the summary
-replaces (so they are not summarized twice), whole: a tool call always travels with its results. A token budget
-bounds what is moved; the latest user request is never dropped. The system prompt stays where it is, at the start.
+In priority order: the latest user request (never dropped), pinned messages, the current todo list (the latest todo
+tool call and its result), recent errors and the last tool exchanges. Entries are taken out of the span the summary
+replaces (so they are not summarized twice), whole: a tool call always travels with its results; a token budget
+bounds what they add. The system prompt stays where it is, at the start. Layout after the summary: pinned requests
+and the latest request in the summary's request (one user turn, the latest request last), then the other pinned
+messages, the todo list, errors and exchanges, then the kept tail (docs/concepts/working-set.md).
 
-A pinned request placed right after the summary is one user turn with it: pydantic-ai merges consecutive requests
-(and the middleware builds the merged form itself). The summary records which of its parts came from which pinned
-message (`preserved_parts` in its metadata), so the pin is found again, by id, at the next compaction.
+pydantic-ai merges consecutive requests (and the middleware builds the merged form itself), so a pinned request
+loses its own message there: the summary records which of its parts came from which message (`preserved_parts` in
+its metadata), and the next compaction finds the pin again by id.
 """
 
 from __future__ import annotations
@@ -240,7 +242,8 @@ def _group_fields(group: Any) -> tuple[int | None, int | None, str | None]:
 
 
 def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
-    """Every candidate, in priority order: latest request, pinned, todo, errors (newest first), exchanges."""
+    """Every candidate, in priority order: latest request, pinned (history order), todo, errors and exchanges
+    (newest first); each unit once, under the highest priority that claims it."""
     from ._compaction import latest_user_request_at
 
     sel = _Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
