@@ -24,9 +24,10 @@ from pydantic_ai.messages import (
 
 from ._cutoff import find_safe_cutoff, safe_head_end
 from ._events import CompactionCompleted
+from ._merged_pins import merge_into_summary
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._tokens import estimate_message_tokens
-from ._working_set import PreservedItem, WorkingSetOptions, apply_working_set, merge_into_summary
+from ._working_set import PreservedItem, WorkingSetOptions, apply_working_set
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
 
 __all__ = ["CompactionPlan", "SummaryOutcome", "assemble", "plan_compaction", "summarize_with_fallback"]

@@ -7,9 +7,8 @@ bounds what they add. The system prompt stays where it is, at the start. Layout 
 and the latest request in the summary's request (one user turn, the latest request last), then the other pinned
 messages, the todo list, errors and exchanges, then the kept tail (docs/concepts/working-set.md).
 
-pydantic-ai merges consecutive requests (and the middleware builds the merged form itself), so a pinned request
-loses its own message there: the summary records which of its parts came from which message (`preserved_parts` in
-its metadata), and the next compaction finds the pin again by id.
+A pinned request joins the summary's request and loses its own message there; `_merged_pins` records it so the next
+compaction finds the pin again by id.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import (
-    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -31,13 +29,8 @@ from pydantic_ai.messages import (
 )
 
 from ._events import PreservedItem, WorkingSetKind
-from ._messages import (
-    MESSAGE_ID_KEY,
-    get_message_id,
-    summary_info,
-    summary_part,
-    validate_history,
-)
+from ._merged_pins import preserved_groups
+from ._messages import get_message_id, summary_part, validate_history
 from ._tokens import estimate_message_tokens
 
 if TYPE_CHECKING:
@@ -48,7 +41,6 @@ __all__ = [
     "DEFAULT_WORKING_SET_FRACTION",
     "WorkingSetOptions",
     "apply_working_set",
-    "merge_into_summary",
 ]
 
 DEFAULT_TODO_TOOLS: tuple[str, ...] = ("write_todos",)
@@ -56,9 +48,6 @@ DEFAULT_TODO_TOOLS: tuple[str, ...] = ("write_todos",)
 
 DEFAULT_WORKING_SET_FRACTION = 0.25
 """Without `working_set_tokens`, the working set may add up to this fraction of the token budget."""
-
-PRESERVED_PARTS_KEY = "preserved_parts"
-"""In a summary's metadata: the parts of its request that are pinned messages merged into it."""
 
 _ERROR_OUTCOMES = ("failed", "retried")
 
@@ -214,33 +203,6 @@ def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tup
     return todo, errors, exchanges
 
 
-def preserved_groups(message: ModelMessage) -> list[ModelRequest]:
-    """The pinned messages a summary request absorbed, rebuilt as requests with their own ids."""
-    info = summary_info(message)
-    groups: Any = (info or {}).get(PRESERVED_PARTS_KEY)
-    if not isinstance(groups, list) or not isinstance(message, ModelRequest):
-        return []
-    at = next(i for i, p in enumerate(message.parts) if isinstance(p, CompactionPart) and p.provider_name is None)
-    rebuilt: list[ModelRequest] = []
-    for group in groups:  # pyright: ignore[reportUnknownVariableType]
-        start, count, message_id = _group_fields(group)
-        if start is None or count is None or at + start + count > len(message.parts):
-            continue  # edited by hand or another tool: the parts stay with the summary
-        parts = message.parts[at + start : at + start + count]
-        metadata = {MESSAGE_ID_KEY: message_id} if message_id else None
-        rebuilt.append(ModelRequest(parts=list(parts), metadata=metadata))
-    return rebuilt
-
-
-def _group_fields(group: Any) -> tuple[int | None, int | None, str | None]:
-    if not isinstance(group, dict):
-        return None, None, None
-    start, count, message_id = group.get("start"), group.get("count"), group.get("id")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    if not (isinstance(start, int) and isinstance(count, int) and start > 0 and count > 0):
-        return None, None, None
-    return start, count, message_id if isinstance(message_id, str) else None
-
-
 def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
     """Every candidate, in priority order: latest request, pinned (history order), todo, errors and exchanges
     (newest first); each unit once, under the highest priority that claims it."""
@@ -386,29 +348,3 @@ def _without(span: Sequence[ModelMessage], moved_messages: set[int], moved_parts
         elif parts:
             kept.append(replace(message, parts=parts))  # type: ignore[arg-type]
     return tuple(kept)
-
-
-def merge_into_summary(
-    summary: ModelRequest, preserved: Sequence[ModelMessage]
-) -> tuple[ModelRequest, list[ModelMessage]]:
-    """Put the lone requests that open the working set (pinned requests) into the summary's request, right after
-    the summary and before the latest request it carries: one user turn, as pydantic-ai would merge them anyway,
-    with the latest request last. The summary's metadata records which parts came from which message, so a pin is
-    found again, by id, at the next compaction. Returns the summary request and the rest of the working set."""
-    leading: list[ModelRequest] = []
-    for message in preserved:
-        if not isinstance(message, ModelRequest):
-            break
-        leading.append(message)
-    info = summary_info(summary)
-    if not leading or info is None:
-        return summary, list(preserved)
-    at = next(i for i, p in enumerate(summary.parts) if isinstance(p, CompactionPart) and p.provider_name is None)
-    groups: list[dict[str, Any]] = []
-    start = 1
-    for message in leading:
-        groups.append({"id": get_message_id(message), "start": start, "count": len(message.parts)})
-        start += len(message.parts)
-    info[PRESERVED_PARTS_KEY] = groups
-    parts = [*summary.parts[: at + 1], *(p for m in leading for p in m.parts), *summary.parts[at + 1 :]]
-    return replace(summary, parts=parts), list(preserved[len(leading) :])
