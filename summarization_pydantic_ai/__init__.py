@@ -26,6 +26,7 @@ from ._events import (
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
     ToolResultsCleared,
@@ -56,6 +57,7 @@ from ._tokens import (
     estimate_message_tokens,
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from ._working_set import DEFAULT_TODO_TOOLS
 from .context_manager import (
     DEFAULT_COMPRESSION_REQUEST,
     AgentDrivenCompression,
@@ -102,6 +104,7 @@ __all__ = [
     "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
     "SUMMARY_METADATA_KEY",
     "AgentCompressionCompleted",
@@ -141,6 +144,7 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",

@@ -24,8 +24,10 @@ from pydantic_ai.messages import (
 
 from ._cutoff import find_safe_cutoff, safe_head_end
 from ._events import CompactionCompleted
+from ._merged_pins import merge_into_summary
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._tokens import estimate_message_tokens
+from ._working_set import PreservedItem, WorkingSetOptions, apply_working_set
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
 
 __all__ = ["CompactionPlan", "SummaryOutcome", "assemble", "plan_compaction", "summarize_with_fallback"]
@@ -48,6 +50,12 @@ class CompactionPlan:
     carried: tuple[ModelRequestPart, ...] = ()
     """The latest user request's prompt parts, when the span replaces the request that holds them: the summary
     (or window marker) carries them verbatim, media included, so the request survives every compaction."""
+    preserved_messages: tuple[ModelMessage, ...] = ()
+    """The working set taken out of the span, in order: placed verbatim between the summary and the kept tail."""
+    preserved: tuple[PreservedItem, ...] = ()
+    """What the working set holds after the compaction (moved, carried or already in the kept part)."""
+    preserved_dropped: tuple[PreservedItem, ...] = ()
+    """Working-set entries left to the summary (the budget was spent, or a placement rule left no room)."""
 
 
 def latest_user_request_at(messages: Sequence[ModelMessage]) -> int | None:
@@ -85,8 +93,10 @@ def plan_compaction(
     keep_head: int = 0,
     max_tokens: int | None = None,
     message_tokens: Callable[[ModelMessage], int] | None = None,
+    working_set: WorkingSetOptions | None = None,
 ) -> CompactionPlan | None:
-    """Decide what to replace, or `None` when there is nothing new to summarize."""
+    """Decide what to replace, or `None` when there is nothing new to summarize; with `working_set`, the guaranteed
+    working set is taken out of the span (see `apply_working_set`)."""
     if not messages:
         return None
     system_head, first_is_head = _system_head(messages[0])
@@ -115,7 +125,8 @@ def plan_compaction(
     if not span:
         return None
     carried = _carried_request(messages, head_end, cutoff)
-    return CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids), carried)
+    plan = CompactionPlan(head_end, cutoff, system_head, tuple(span), tuple(previous), tuple(previous_ids), carried)
+    return plan if working_set is None else apply_working_set(messages, plan, working_set)
 
 
 @dataclass(frozen=True)
@@ -214,7 +225,8 @@ def assemble_merged(
     if head and all(isinstance(m, ModelRequest) for m in head):
         system_parts = [p for m in head for p in m.parts] + system_parts
         head = []
-    tail = list(messages[plan.cutoff :])
+    summary, kept = merge_into_summary(summary, plan.preserved_messages)
+    tail = [*kept, *messages[plan.cutoff :]]
     leading: list[ModelRequest] = []
     while tail and isinstance(tail[0], ModelRequest):
         leading.append(tail.pop(0))  # type: ignore[arg-type]
@@ -228,11 +240,12 @@ def assemble_merged(
 
 
 def assemble(messages: Sequence[ModelMessage], plan: CompactionPlan, summary: ModelRequest) -> list[ModelMessage]:
-    """Kept head + (split-off system prompt) + summary + kept tail."""
+    """Kept head + (split-off system prompt) + summary + working set + kept tail."""
     head = list(messages[: plan.head_end])
     if plan.system_head is not None:
         head.append(plan.system_head)
-    return [*head, summary, *messages[plan.cutoff :]]
+    summary, kept = merge_into_summary(summary, plan.preserved_messages)
+    return [*head, summary, *kept, *messages[plan.cutoff :]]
 
 
 def completed_event(
@@ -259,4 +272,6 @@ def completed_event(
         summarizer=outcome.summarizer,
         model=model,
         fallback_reason=outcome.fallback_reason,
+        preserved=plan.preserved,
+        preserved_dropped=plan.preserved_dropped,
     )

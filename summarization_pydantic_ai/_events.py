@@ -10,7 +10,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 __all__ = [
     "AgentCompressionCompleted",
@@ -27,6 +27,7 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PreservedItem",
     "SummarizerFallback",
     "ToolOutputTruncated",
     "ToolResultsCleared",
@@ -36,6 +37,24 @@ __all__ = [
 ]
 
 logger = logging.getLogger("summarization_pydantic_ai")
+
+
+WorkingSetKind: TypeAlias = Literal["latest_request", "pinned", "todo", "error", "tool_exchange"]
+
+
+@dataclass(frozen=True)
+class PreservedItem:
+    """One entry of the working set a compaction kept verbatim (see "The working set")."""
+
+    kind: WorkingSetKind
+    """`latest_request`, `pinned`, `todo` (the latest todo tool call and its result), `error`, `tool_exchange`."""
+    message_ids: tuple[str, ...]
+    """The stable ids of its messages (messages without an id are not listed)."""
+    messages: int
+    tokens: int
+    moved: bool
+    """True: taken out of the replaced span and kept after the summary. False: it was in the kept part already
+    (or, in `preserved_dropped`, it was summarized)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +84,10 @@ class CompactionCompleted:
     summarizer: str
     model: str | None = None
     fallback_reason: str | None = None
+    preserved: tuple[PreservedItem, ...] = ()
+    """The working set after the compaction: what was kept verbatim (see "The working set")."""
+    preserved_dropped: tuple[PreservedItem, ...] = ()
+    """Working-set entries that were summarized: `working_set_tokens` was spent, or a placement rule left no room."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +162,10 @@ class WindowTrimmed:
     dropped_messages: int
     messages_after: int
     tokens_before: int
+    preserved: tuple[PreservedItem, ...] = ()
+    """The working set after the trim: what was kept verbatim (see "The working set")."""
+    preserved_dropped: tuple[PreservedItem, ...] = ()
+    """Working-set entries that were dropped with the rest: the budget was spent, or a placement rule left no room."""
 
 
 @dataclass(frozen=True)

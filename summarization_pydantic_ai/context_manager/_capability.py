@@ -27,6 +27,7 @@ from .._events import (
     emit_event,
 )
 from .._messages import get_message_id
+from .._pinning import WorkingSetSettings
 from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
@@ -53,13 +54,14 @@ _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
 @dataclass
-class ContextManagerMiddleware(OverflowMixin, AbstractCapability[Any]):
+class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapability[Any]):
     """Keep every message in a history file while the working context stays under the model's window.
 
     Before each model request it records the new messages (with stable ids) in the history store, measures the
     request (messages, instructions, tools), reports usage, and when the measure reaches
     `compress_threshold` of the budget, summarizes the old part of the history once and writes the result into
-    the run's history. Tool outputs above `max_tool_output_tokens` are cut to head and tail lines as they are
+    the run's history, followed by the working set (latest request, pinned messages, todo list, recent errors and
+    tool exchanges) verbatim. Tool outputs above `max_tool_output_tokens` are cut to head and tail lines as they are
     produced. A request the provider rejects as too long is shrunk by a ladder of steps and retried (see
     `overflow_recovery`).
 
@@ -118,6 +120,7 @@ class ContextManagerMiddleware(OverflowMixin, AbstractCapability[Any]):
     _summarizer: Summarizer = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check_working_set()
         if not 0 < self.compress_threshold <= 1:
             raise ValueError(f"compress_threshold must be in (0, 1], got {self.compress_threshold!r}")
         self._keep = normalize_keep(self.keep)
@@ -191,6 +194,16 @@ class ContextManagerMiddleware(OverflowMixin, AbstractCapability[Any]):
         Without a run to keep state in, the instance keeps it: use one instance per conversation in this form."""
         state = self._run or self._plain
         return await self._process(messages, state, None, None, self._static_store())
+
+    def _unknown_message(self, message_id: str) -> str | None:
+        store = self._static_store()
+        if store is None or message_id in store:
+            return None  # without a store (or with one per run) there is nothing to check against yet
+        where = store.path if store.path is not None else "the history store"
+        return (
+            f"no message with id {message_id!r} in {where}: pin the id of a recorded message "
+            "(get_message_id(message) of a message of the run, or an id from middleware.store)"
+        )
 
     # -- capability hooks ----------------------------------------------------------------------------------------
 

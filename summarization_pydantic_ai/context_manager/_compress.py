@@ -31,6 +31,7 @@ from .._events import (
 from .._messages import get_message_id, summary_info
 from .._sizes import ContextSize, Measure
 from .._tokens import TokenCounter, async_count_tokens
+from .._working_set import WorkingSetOptions
 from ..processors._summarization import keep_message_counter, new_problems
 from ..store import HistoryStore, ensure_message_id
 from ..summarize import Summarizer, latest_user_request
@@ -54,6 +55,7 @@ class CompressionMixin:
     on_before_compress: Callable[[list[ModelMessage], int], Awaitable[None] | None] | None
     on_after_compress: Callable[[list[ModelMessage]], Awaitable[str | None] | str | None] | None
     expose_history_tool: bool
+    _working_set_options: Callable[[int | None], WorkingSetOptions]
 
     async def _compress(
         self,
@@ -99,7 +101,13 @@ class CompressionMixin:
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
-        plan = plan_compaction(messages, self._keep, max_tokens=budget, message_tokens=keep_counter)
+        plan = plan_compaction(
+            messages,
+            self._keep,
+            max_tokens=budget,
+            message_tokens=keep_counter,
+            working_set=self._working_set_options(budget),
+        )
         if plan is None:
             await emit_event(
                 self.event_callback, CompactionSkipped(NAME, "nothing new to summarize", size.tokens, size.messages)

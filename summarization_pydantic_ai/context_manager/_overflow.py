@@ -19,6 +19,7 @@ from .._messages import get_message_id, is_summary_message, summary_info
 from .._render import iter_media, part_text
 from .._sizes import Measure
 from .._tokens import RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
+from .._working_set import WorkingSetOptions, protected_call_ids
 from ..processors._base import RunInfo, measure, request_overhead_tokens
 from ..processors._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
 from ..processors._sliding_window import _dropped, _window_marker  # pyright: ignore[reportPrivateUsage]
@@ -74,6 +75,8 @@ class Ladder:
     budget: int
     summarize: Summarize | None = None
     store: HistoryStore | None = None
+    working_set: WorkingSetOptions | None = None
+    """What a slide keeps verbatim after its marker (pins, the todo list, ...), as every compaction does."""
 
     async def run(self, messages: list[ModelMessage], tokens: int, target: int) -> LadderResult:
         """Apply the steps in order until the estimate is at most `target`. A step is kept only when it makes the
@@ -98,12 +101,26 @@ class Ladder:
         self, step: Step, messages: list[ModelMessage], tokens: int, target: int
     ) -> tuple[list[ModelMessage], ModelRequest | None]:
         if step == "clear_tool_results":
-            return await clear_old_tool_results(messages, tokens - target), None
+            return self._protect(messages, await clear_old_tool_results(messages, tokens - target)), None
         if step == "truncate_tool_returns":
-            return truncate_tool_returns(messages, tokens - target), None
+            return self._protect(messages, truncate_tool_returns(messages, tokens - target)), None
         if step == "summarize":
             return (await self.summarize(messages, tokens) if self.summarize else messages), None
         return await self._slide(messages, tokens, target)
+
+    def _protect(self, before: list[ModelMessage], after: list[ModelMessage]) -> list[ModelMessage]:
+        """Put back, verbatim, the tool results of the working set (pins, the todo list) that a step edited in
+        place. Returns `before` itself when nothing else was edited (the step then did nothing)."""
+        protected = protected_call_ids(before, self.working_set) if self.working_set is not None else frozenset[str]()
+        if after is before or not protected or len(after) != len(before):
+            return after
+        result = [
+            _restore_parts(old, new, protected)
+            if old is not new and isinstance(old, ModelRequest) and isinstance(new, ModelRequest)
+            else new
+            for old, new in zip(before, after, strict=True)
+        ]
+        return before if all(a is b for a, b in zip(before, result, strict=True)) else result
 
     async def _slide(
         self, messages: list[ModelMessage], tokens: int, target: int
@@ -115,9 +132,13 @@ class Ladder:
         latest = latest_user_request_at(messages)
         carried = [messages[latest]] if latest is not None and latest < inflight_start(messages) else []
         room = target - overhead - _MARKER_TOKENS - await async_count_tokens(self.token_counter, carried)
+        working_set = self.working_set
+        if working_set is not None:  # the working set shares the room with the kept tail (a quarter at most)
+            working_set = replace(working_set, tokens=min(working_set.tokens, max(room, 0) // 4))
+            room -= working_set.tokens
         keep = ("tokens", max(room, 0))
         counter = await keep_message_counter(messages, keep, self.token_counter, self.budget)
-        plan = plan_compaction(messages, keep, max_tokens=self.budget, message_tokens=counter)
+        plan = plan_compaction(messages, keep, max_tokens=self.budget, message_tokens=counter, working_set=working_set)
         if plan is None:
             return messages, None
         span = messages[plan.head_end : plan.cutoff]
@@ -141,6 +162,19 @@ class Ladder:
             logger.exception("recording the window marker failed; the window is not slid")
             return False
         return True
+
+
+def _restore_parts(old: ModelRequest, new: ModelRequest, protected: frozenset[str]) -> ModelRequest:
+    """`new` with the protected tool results of `old` put back; `old` itself when that undoes every edit."""
+    if len(old.parts) != len(new.parts):
+        return new
+    parts = [
+        o if isinstance(o, ToolReturnPart) and o.tool_call_id in protected else n
+        for o, n in zip(old.parts, new.parts, strict=True)
+    ]
+    if all(p is o for p, o in zip(parts, old.parts, strict=True)):
+        return old
+    return replace(new, parts=parts)
 
 
 def _tool_returns(messages: list[ModelMessage]) -> list[tuple[int, int, ToolReturnPart]]:
@@ -285,7 +319,7 @@ class OverflowMixin(CompressionMixin):
         tokens = await estimate(messages)
         if previous is not None:  # what was rejected is the previous retry: the next one must be smaller than both
             tokens = min(tokens, previous)
-        ladder = Ladder(estimate, self.token_counter, budget, summarize, store)
+        ladder = Ladder(estimate, self.token_counter, budget, summarize, store, self._working_set_options(budget))
         return tokens, await ladder.run(messages, tokens, overflow_target(tokens, budget, numbers))
 
     async def _overflow_succeeded(self, state: RunState | None) -> None:

@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
-from .._compaction import plan_compaction
+from .._compaction import assemble, plan_compaction
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
+from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize
 from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
@@ -29,12 +30,13 @@ def _window_marker(dropped: int, carried: Sequence[ModelRequestPart] = ()) -> Mo
 
 
 @dataclass
-class SlidingWindowProcessor(HistoryProcessor):
+class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
     """Keep the system prompt, `keep_head` leading messages and the most recent `keep`; drop the rest.
 
     Zero-LLM and deterministic. The cut is pair-safe (a tool call and its results stay together), the system
     prompt is never dropped, and a one-line marker replaces the dropped span so the history never opens with
-    an assistant message. Sync and async token counters both work.
+    an assistant message. The working set (latest request, pinned messages, todo list, recent errors and tool
+    exchanges) is kept verbatim after the marker. Sync and async token counters both work.
 
     Example:
         ```python
@@ -54,6 +56,7 @@ class SlidingWindowProcessor(HistoryProcessor):
     _keep: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_working_set()
         self._triggers, self._keep = validate_cut_settings(
             self.trigger,
             self.keep,
@@ -73,18 +76,25 @@ class SlidingWindowProcessor(HistoryProcessor):
             return messages
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
         plan = plan_compaction(
-            messages, self._keep, keep_head=self.keep_head, max_tokens=budget, message_tokens=keep_counter
+            messages,
+            self._keep,
+            keep_head=self.keep_head,
+            max_tokens=budget,
+            message_tokens=keep_counter,
+            working_set=self._working_set_options(budget, self._triggers),
         )
         if plan is None:
             return messages
+        span_ids = {id(m) for m in messages[plan.head_end : plan.cutoff]}
+        moved = sum(1 for m in plan.preserved_messages if id(m) in span_ids)
         dropped = sum(_dropped(m) if is_summary_message(m) else 1 for m in messages[plan.head_end : plan.cutoff])
-        head = list(messages[: plan.head_end])
-        if plan.system_head is not None:
-            head.append(plan.system_head)
-        result = [*head, _window_marker(dropped, plan.carried), *messages[plan.cutoff :]]
+        result = assemble(messages, plan, _window_marker(dropped - moved, plan.carried))
         if new_problems(messages, result):
             return messages
-        await emit_event(self.event_callback, WindowTrimmed(type(self).__name__, dropped, len(result), size.tokens))
+        trimmed = WindowTrimmed(
+            type(self).__name__, dropped - moved, len(result), size.tokens, plan.preserved, plan.preserved_dropped
+        )
+        await emit_event(self.event_callback, trimmed)
         return result
 
 

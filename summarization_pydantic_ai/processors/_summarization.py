@@ -19,6 +19,7 @@ from .._events import (
     emit_event,
 )
 from .._messages import validate_history
+from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize, Measure
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
@@ -81,12 +82,13 @@ async def keep_message_counter(
 
 
 @dataclass
-class SummarizationProcessor(HistoryProcessor):
+class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     """Summarize the oldest part of the history when a trigger fires, keeping the recent tail.
 
     The whole replaced span reaches the summarizer (chunked when large), the previous summary is updated
     (rolling), the cut never separates a tool call from its result, and the system prompt is kept. The summary
-    is a `ModelRequest` with a `CompactionPart` whose metadata lists the message ids it covers. If the
+    is a `ModelRequest` with a `CompactionPart` whose metadata lists the message ids it covers; the working set
+    (latest request, pinned messages, todo list, recent errors and tool exchanges) follows it verbatim. If the
     summarizer fails (raises, times out, returns empty text) the deterministic summary is used and a
     [`SummarizerFallback`][summarization_pydantic_ai.SummarizerFallback] event is reported.
 
@@ -125,6 +127,7 @@ class SummarizationProcessor(HistoryProcessor):
     _keep: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_working_set()
         self._triggers, self._keep = validate_cut_settings(
             self.trigger,
             self.keep,
@@ -177,7 +180,12 @@ class SummarizationProcessor(HistoryProcessor):
         name = type(self).__name__
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
         plan = plan_compaction(
-            messages, self._keep, keep_head=self.keep_head, max_tokens=budget, message_tokens=keep_counter
+            messages,
+            self._keep,
+            keep_head=self.keep_head,
+            max_tokens=budget,
+            message_tokens=keep_counter,
+            working_set=self._working_set_options(budget, self._triggers),
         )
         if plan is None:
             await emit_event(

@@ -393,3 +393,41 @@ async def test_a_streamed_run_recovers_too() -> None:
     async with agent.run_stream(NEW_REQUEST, message_history=_session(int(WINDOW * 1.5))) as streamed:
         assert await streamed.get_output() == "streamed and done"
     _check_recoveries(events)
+
+
+def _returns(messages: list[ModelMessage], call_id: str) -> list[ToolReturnPart]:
+    return [
+        p
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.tool_call_id == call_id
+    ]
+
+
+@pytest.mark.parametrize("fill", [0.95, 1.5, 3.0])
+async def test_overflow_recovery_keeps_the_working_set_verbatim(fill: float) -> None:
+    # An early todo list and a pinned file read: the ladder clears and cuts other tool results, never these.
+    events: list[ContextEvent] = []
+    provider = Provider("anthropic")
+    history = _session(int(WINDOW * fill))
+    todos = "\n".join(f"- [ ] task {i}: refactor module {i} and add its tests" for i in range(40))
+    history[1:1] = [
+        ModelResponse(parts=[ToolCallPart("write_todos", {"todos": todos}, tool_call_id="todos-1")]),
+        ModelRequest(parts=[ToolReturnPart("write_todos", todos, tool_call_id="todos-1")]),
+    ]
+    (pinned_return,) = _returns(history, "read-1")
+
+    def pin(message: ModelMessage) -> bool:
+        return any(isinstance(p, ToolReturnPart) and p.tool_call_id == "read-1" for p in message.parts)
+
+    middleware = ContextManagerMiddleware(summarization_model=None, event_callback=events.append, pin_predicate=pin)
+    result = await _agent(provider, middleware).run(NEW_REQUEST, message_history=history)
+    assert result.output == "done"
+    _check_recoveries(events)
+    for messages in provider.accepted:
+        (todo_return,) = _returns(messages, "todos-1")
+        assert todo_return.content == todos
+        (kept,) = _returns(messages, "read-1")
+        assert kept.content == pinned_return.content
+        assert validate_history(messages) == []

@@ -52,6 +52,7 @@ from summarization_pydantic_ai import (
 from summarization_pydantic_ai._compaction import CompactionPlan, assemble, plan_compaction
 from summarization_pydantic_ai._cutoff import inflight_start
 from summarization_pydantic_ai._sizes import Measure, normalize_trigger
+from summarization_pydantic_ai._working_set import WorkingSetOptions
 from summarization_pydantic_ai.processors import CLEARED_METADATA_KEY, WARNING_METADATA_KEY
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
@@ -164,22 +165,32 @@ def expected_plan(messages: list[ModelMessage], config: dict[str, Any]) -> Compa
     size = Measure(len(messages), count_tokens_approximately(messages), budget)
     if not any(size.reaches(t) for t in normalize_trigger(config["trigger"])):
         return None
-    return plan_compaction(messages, config["keep"], keep_head=config["keep_head"], max_tokens=budget)
+    # The default working set: a quarter of the budget, and room below the smallest message trigger.
+    counts = [n for kind, n in normalize_trigger(config["trigger"]) if kind == "messages"]
+    working_set = WorkingSetOptions(tokens=budget // 4, max_messages=min(counts) - 3 if counts else None)
+    return plan_compaction(
+        messages, config["keep"], keep_head=config["keep_head"], max_tokens=budget, working_set=working_set
+    )
 
 
 def check_compaction(
     messages: list[ModelMessage], out: list[ModelMessage], plan: CompactionPlan | None
 ) -> ModelMessage:
-    """The output is exactly head + (split system prompt) + one summary + the untouched tail. Returns the summary."""
+    """The output is exactly head + (split system prompt) + one summary + the working set + the untouched tail.
+    Returns the summary."""
     assert plan is not None
     head = messages[: plan.head_end]
     tail = messages[plan.cutoff :]
-    assert len(out) == len(head) + (plan.system_head is not None) + 1 + len(tail)
+    kept = list(plan.preserved_messages)
+    while kept and isinstance(kept[0], ModelRequest):
+        kept.pop(0)  # lone (pinned) requests join the summary's request
+    assert len(out) == len(head) + (plan.system_head is not None) + 1 + len(kept) + len(tail)
     assert same_objects(out[: len(head)], head)
     assert same_objects(out[len(out) - len(tail) :], tail)  # the kept tail is the very same objects
+    assert same_objects(out[len(out) - len(tail) - len(kept) : len(out) - len(tail)], kept)
     if plan.system_head is not None:
         assert system_prompts([out[len(head)]]) == system_prompts([messages[0]])
-    summary = out[len(out) - len(tail) - 1]
+    summary = out[len(out) - len(tail) - len(kept) - 1]
     assert is_summary_message(summary)
     return summary
 
