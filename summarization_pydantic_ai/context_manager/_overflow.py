@@ -12,7 +12,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import ModelRequestContext
 
-from .._compaction import assemble_merged, latest_user_request_at, plan_compaction
+from .._compaction import CompactionPlan, assemble_merged, latest_user_request_at, plan_compaction
 from .._cutoff import inflight_start
 from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, OverflowRetry, emit_event
 from .._messages import get_message_id, is_summary_message, summary_info
@@ -132,13 +132,7 @@ class Ladder:
         latest = latest_user_request_at(messages)
         carried = [messages[latest]] if latest is not None and latest < inflight_start(messages) else []
         room = target - overhead - _MARKER_TOKENS - await async_count_tokens(self.token_counter, carried)
-        working_set = self.working_set
-        if working_set is not None:  # the working set shares the room with the kept tail (a quarter at most)
-            working_set = replace(working_set, tokens=min(working_set.tokens, max(room, 0) // 4))
-            room -= working_set.tokens
-        keep = ("tokens", max(room, 0))
-        counter = await keep_message_counter(messages, keep, self.token_counter, self.budget)
-        plan = plan_compaction(messages, keep, max_tokens=self.budget, message_tokens=counter, working_set=working_set)
+        plan = await self._slide_plan(messages, max(room, 0))
         if plan is None:
             return messages, None
         span = messages[plan.head_end : plan.cutoff]
@@ -150,6 +144,23 @@ class Ladder:
         if covers:
             info.update(first_id=covers[0], last_id=covers[-1])
         return assemble_merged(messages, plan, marker)
+
+    async def _slide_plan(self, messages: list[ModelMessage], room: int) -> CompactionPlan | None:
+        """The slide's plan: the working set keeps its own budget (`working_set_tokens`: pins and the todo list
+        outrank old context), the kept tail gets what is left of `room`. Planned once to learn what the working set
+        takes, then again for the tail."""
+        plan = await self._plan_with(messages, room)
+        used = sum(item.tokens for item in plan.preserved) if plan is not None else 0
+        if plan is None or not used:
+            return plan
+        return await self._plan_with(messages, max(room - used, 0)) or plan
+
+    async def _plan_with(self, messages: list[ModelMessage], tail_tokens: int) -> CompactionPlan | None:
+        keep = ("tokens", tail_tokens)
+        counter = await keep_message_counter(messages, keep, self.token_counter, self.budget)
+        return plan_compaction(
+            messages, keep, max_tokens=self.budget, message_tokens=counter, working_set=self.working_set
+        )
 
     async def _record(self, result: list[ModelMessage], marker: ModelRequest) -> bool:
         """Record the window marker with the working context around it (as a summary is), before it is used."""
