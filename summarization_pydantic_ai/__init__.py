@@ -75,8 +75,11 @@ from .store import (
     validate_session_id,
 )
 from .summarize import (
+    DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
+    RUN_MODEL,
     DeterministicSummarizer,
+    LiveRequest,
     LLMSummarizer,
     Summarizer,
     SummarizerError,
@@ -85,8 +88,10 @@ from .summarize import (
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "DEFAULT_REQUIRED_SECTIONS",
     "DEFAULT_SUMMARY_PROMPT",
     "MESSAGE_ID_KEY",
+    "RUN_MODEL",
     "SUMMARY_METADATA_KEY",
     "CallbackFailed",
     "ClearToolResultsProcessor",
@@ -117,6 +122,7 @@ __all__ = [
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
+    "LiveRequest",
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",

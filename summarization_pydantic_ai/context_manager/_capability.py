@@ -31,9 +31,10 @@ from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
-from ..processors._summarization import make_summarizer
+from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
-from ..summarize import Summarizer
+from ..summarize import RUN_MODEL, LiveRequest, Summarizer
+from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME, CompressionMixin
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
 from ._truncate import truncate_output
@@ -77,8 +78,10 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     """Compress when the request reaches this fraction of the budget."""
     keep: Any = ("messages", 0)
     """What survives a compression besides the summary: 0 keeps only the in-flight exchange."""
-    summarization_model: Any = "openai:gpt-4.1-mini"
-    """A model name, a pydantic-ai `Model`, a `Summarizer`, or `None` for the deterministic summarizer."""
+    summarization_model: Any = RUN_MODEL
+    """`RUN_MODEL` (the run's own model, with a cache-aligned summary request), a model name, a pydantic-ai
+    `Model`, a `Summarizer`, or `None` for the deterministic summarizer. A name pydantic-ai cannot resolve is
+    refused here; when no model can be called the deterministic summary is used, with one warning."""
     token_counter: TokenCounter = count_tokens_approximately
     messages_path: PathSource = None
     """Where messages.json lives: a path, or a function of the `RunContext` returning one (one file per session)."""
@@ -104,6 +107,9 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
+    required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS
+    """Headings a summary must have; a summary without one (or without the latest user request, verbatim) is
+    refused: the summarizer is asked once more, then the deterministic summary is used."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -125,6 +131,7 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
             raise ValueError(f"lock_timeout must be >= 0, got {self.lock_timeout!r}")
         if self.history_store is not None and self.messages_path is not None:
             raise ValueError("pass either messages_path or history_store, not both")
+        self.required_sections = check_sections(self.required_sections)
         self._summarizer = make_summarizer(
             self.summarization_model, prompt_template=self.prompt_template, timeout=self.summary_timeout
         )
@@ -318,6 +325,8 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
         await record_new_messages(state, messages, store)
+        if run is not None:
+            state.live = LiveRequest(run.request.model)  # the model only: for a compaction outside this call
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens)
@@ -329,7 +338,8 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         if pending is NO_FOCUS and not (over and state.armed):
             return messages
         focus = pending if isinstance(pending, str) else None
-        result = await self._compress(messages, size, budget, focus, store, ctx)
+        live = live_request(run, messages, size.tokens)
+        result = await self._compress(messages, size, budget, focus, store, ctx, live=live)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
         return result

@@ -12,9 +12,11 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
+from .._compaction import WarnOnce
 from .._cursor import CursorTable, HistoryCursor
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
+from ..summarize import LiveRequest
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
 
@@ -57,6 +59,8 @@ class SharedState:
     pending_compacts: list[str | None] = field(default_factory=list[str | None])
     last_usage: ContextUsage | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fallback_warning: WarnOnce = field(default_factory=WarnOnce)
+    """One warning per middleware instance when the summarizer falls back (e.g. offline, every compaction)."""
 
     def take_pending(self) -> object:
         """The focus of a pending `request_compact` (possibly `None`), or `_NO_FOCUS` when none is pending."""
@@ -73,6 +77,8 @@ class RunState:
     """Whether the run's history was checked against the file's conversation (at its first request)."""
     retry_messages: list[ModelMessage] | None = None
     overflow_retries: int = 0
+    live: LiveRequest | None = None
+    """The run's latest model request (model, messages, settings, parameters), for the summarizer."""
 
 
 REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", "pydantic_deep.eviction")
