@@ -237,7 +237,12 @@ def _check_summary_size(text: str, plan: CompactionPlan, summarizer: Summarizer)
     limit = getattr(summarizer, "max_summary_tokens", None)
     if isinstance(limit, int) and tokens > limit:
         raise ValueError(f"the summary has about {tokens:,} tokens, over max_summary_tokens={limit:,}")
-    replaced = sum(map(estimate_message_tokens, plan.span)) + sum(map(_text_tokens, plan.previous_summaries))
+    # Counted only until it exceeds the summary (a summary is usually far shorter than a long span).
+    replaced = sum(map(_text_tokens, plan.previous_summaries))
+    for message in plan.span:
+        if replaced >= tokens:
+            return
+        replaced += estimate_message_tokens(message)
     if tokens > replaced:
         raise ValueError(f"the summary has about {tokens:,} tokens, more than the {replaced:,} it would replace")
 

@@ -83,6 +83,8 @@ class LLMSummarizer:
     """Room kept in every call for the instructions and the answer (the previous summary is counted apart)."""
     name: str = "llm"
     _agents: dict[int, tuple[Any, Any]] = field(default_factory=dict[int, tuple[Any, Any]], init=False, repr=False)
+    _rendered: tuple[Any, int, list[str]] | None = field(default=None, init=False, repr=False)
+    """The latest span rendered (span, part size, lines): a second attempt at the same summary reuses it."""
 
     def __post_init__(self) -> None:
         validate_template(self.prompt_template)
@@ -146,13 +148,21 @@ class LLMSummarizer:
         fixed = len(self.prompt_template) + len(latest) + len(request.focus or "") + 200
         # Room for the messages once the template, the request and a previous summary of modest size are in.
         room = max(budget_chars - fixed - min(len(request.previous_summary or ""), budget_chars // 4), 2_000)
-        rendered = _render_span(request.messages, request.first_index, max_part_chars=room)
+        rendered = self._render(request, room)
         summary = request.previous_summary
         for chunk in chunk_rendered(rendered, room):
             summary = await self._call(model, chunk, summary, request.focus, latest)
         if summary is None:
             raise SummarizerError("nothing to summarize")
         return summary
+
+    def _render(self, request: SummaryRequest, room: int) -> list[str]:
+        cached = self._rendered
+        if cached is not None and cached[0] is request.messages and cached[1] == room:
+            return cached[2]
+        rendered = _render_span(request.messages, request.first_index, max_part_chars=room)
+        self._rendered = (request.messages, room, rendered)
+        return rendered
 
     async def _call(self, model: Any, messages_text: str, previous: str | None, focus: str | None, latest: str) -> str:
         prompt = fill_template(
