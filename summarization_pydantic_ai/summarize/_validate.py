@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -62,17 +62,17 @@ def find_paths(text: str) -> list[str]:
     return found
 
 
-def _arg_strings(value: Any, key: str, depth: int) -> Iterator[tuple[str, str]]:
-    if depth > _MAX_ARG_DEPTH:
-        return
+def _arg_strings(value: Any, key: str, depth: int, out: list[tuple[str, str]]) -> None:
+    """Every string in a tool call's arguments, with the (lower-cased) key it is under."""
     if isinstance(value, str):
-        yield key, value
-    elif isinstance(value, dict):
+        out.append((key, value))
+    elif depth < _MAX_ARG_DEPTH and isinstance(value, dict):
         for k, v in cast("dict[Any, Any]", value).items():
-            yield from _arg_strings(v, str(k).lower(), depth + 1)
-    elif isinstance(value, list | tuple):
+            if isinstance(v, str | dict | list | tuple):
+                _arg_strings(v, str(k).lower(), depth + 1, out)
+    elif depth < _MAX_ARG_DEPTH and isinstance(value, list | tuple):
         for item in cast("list[Any]", value):
-            yield from _arg_strings(item, key, depth + 1)
+            _arg_strings(item, key, depth + 1, out)
 
 
 def _call_args(part: ToolCallPart) -> Any:
@@ -84,25 +84,29 @@ def _call_args(part: ToolCallPart) -> Any:
     return part.args
 
 
+def _add_paths(key: str, raw: str, seen: dict[str, None]) -> None:
+    value = raw.strip()
+    if not value or "\n" in value or len(value) > 500:
+        return
+    if key in _PATH_KEYS and ("/" in value or "." in value):
+        seen.setdefault(value, None)
+    elif "/" in value:
+        for path in find_paths(value):
+            if not path.startswith("http"):
+                seen.setdefault(path, None)
+
+
 def touched_paths(messages: Sequence[ModelMessage]) -> list[str]:
     """The file paths the tool calls in `messages` operated on (arguments that are paths), first use first."""
     seen: dict[str, None] = {}
+    strings: list[tuple[str, str]] = []
     for message in messages:
-        if not isinstance(message, ModelResponse):
-            continue
-        for part in message.parts:
-            if not isinstance(part, ToolCallPart):
-                continue
-            for key, raw in _arg_strings(_call_args(part), "", 0):
-                value = raw.strip()
-                if not value or "\n" in value or len(value) > 500:
-                    continue
-                if key in _PATH_KEYS and ("/" in value or "." in value):
-                    seen.setdefault(value, None)
-                else:
-                    for path in find_paths(value):
-                        if not path.startswith("http"):
-                            seen.setdefault(path, None)
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    _arg_strings(_call_args(part), "", 0, strings)
+    for key, value in strings:
+        _add_paths(key, value, seen)
     return list(seen)
 
 
