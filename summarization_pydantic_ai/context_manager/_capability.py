@@ -33,7 +33,7 @@ from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
 from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
-from ..summarize import RUN_MODEL, LiveRequest, Summarizer
+from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME, CompressionMixin
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
@@ -326,7 +326,7 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
     ) -> list[ModelMessage]:
         await record_new_messages(state, messages, store)
         if run is not None:
-            state.live = LiveRequest(run.request.model)  # the model only: for a compaction outside this call
+            state.model = run.request.model
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens)

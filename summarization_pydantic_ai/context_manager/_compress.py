@@ -171,8 +171,8 @@ class CompressionMixin:
         if live is not None:
             return live
         run = self._run
-        if run is not None and run.live is not None:
-            return LiveRequest(run.live.model)
+        if run is not None and run.model is not None:
+            return LiveRequest(run.model)
         return LiveRequest(self.model_name) if self.model_name else None
 
 

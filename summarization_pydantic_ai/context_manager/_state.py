@@ -16,7 +16,6 @@ from .._compaction import WarnOnce
 from .._cursor import CursorTable, HistoryCursor
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
-from ..summarize import LiveRequest
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
 
@@ -77,8 +76,9 @@ class RunState:
     """Whether the run's history was checked against the file's conversation (at its first request)."""
     retry_messages: list[ModelMessage] | None = None
     overflow_retries: int = 0
-    live: LiveRequest | None = None
-    """The run's latest model request (model, messages, settings, parameters), for the summarizer."""
+    model: Any = None
+    """The run's model (from its latest request): it summarizes a compaction that has no request to reuse (the
+    reactive overflow path), with `RUN_MODEL`."""
 
 
 REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", "pydantic_deep.eviction")
