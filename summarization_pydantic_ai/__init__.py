@@ -92,8 +92,11 @@ from .store import (
     validate_session_id,
 )
 from .summarize import (
+    DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
+    RUN_MODEL,
     DeterministicSummarizer,
+    LiveRequest,
     LLMSummarizer,
     Summarizer,
     SummarizerError,
@@ -103,9 +106,11 @@ from .summarize import (
 __all__ = [
     "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
+    "DEFAULT_REQUIRED_SECTIONS",
     "DEFAULT_SUMMARY_PROMPT",
     "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
+    "RUN_MODEL",
     "SUMMARY_METADATA_KEY",
     "AgentCompressionCompleted",
     "AgentCompressionFallback",
@@ -140,6 +145,7 @@ __all__ = [
     "LLMSummarizer",
     "LimitWarnerProcessor",
     "LimitWarningIssued",
+    "LiveRequest",
     "MemoryReader",
     "OverflowRecovered",
     "OverflowRecoveryFailed",

@@ -29,8 +29,18 @@ from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._tokens import estimate_message_tokens
 from ._working_set import PreservedItem, WorkingSetOptions, apply_working_set
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
+from .summarize._models import ModelUnavailable
+from .summarize._protocol import LiveRequest
+from .summarize._validate import DEFAULT_REQUIRED_SECTIONS, complete_summary, summary_problems, touched_paths
 
-__all__ = ["CompactionPlan", "SummaryOutcome", "assemble", "plan_compaction", "summarize_with_fallback"]
+__all__ = [
+    "CompactionPlan",
+    "SummaryOutcome",
+    "WarnOnce",
+    "assemble",
+    "plan_compaction",
+    "summarize_with_fallback",
+]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -141,6 +151,19 @@ def summarizer_name(summarizer: Summarizer) -> str:
     return str(getattr(summarizer, "name", type(summarizer).__name__))
 
 
+class WarnOnce:
+    """Logs the first summarizer fallback of its owner (a processor or middleware) as a warning, the later ones
+    at debug level: offline, every compaction falls back, and one warning says it."""
+
+    def __init__(self) -> None:
+        self.warned = False
+
+    def warn(self, summarizer: str, reason: str) -> None:
+        level = logging.DEBUG if self.warned else logging.WARNING
+        self.warned = True
+        logger.log(level, "summarizer %s failed (%s); using the deterministic summary", summarizer, reason)
+
+
 async def summarize_with_fallback(
     plan: CompactionPlan,
     summarizer: Summarizer,
@@ -149,30 +172,67 @@ async def summarize_with_fallback(
     latest_request: str | None,
     first_index: int,
     fallback: DeterministicSummarizer | None = None,
+    live: LiveRequest | None = None,
+    window_tokens: int | None = None,
+    kept_messages: int = 0,
+    required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS,
+    warning: WarnOnce | None = None,
 ) -> SummaryOutcome:
-    """Run the summarizer; on any failure (or empty text) use the deterministic one and say why."""
+    """Run the summarizer and check its summary (`summary_problems`); on a failure ask once more, then use the
+    deterministic summary and say why. Whatever wrote it, the summary gets the touched file paths it lacks."""
     request = SummaryRequest(
         messages=plan.span,
         previous_summary="\n\n".join(plan.previous_summaries) or None,
         focus=focus,
         latest_user_request=latest_request,
         first_index=first_index,
+        live=live,
+        window_tokens=window_tokens,
+        kept_messages=kept_messages,
     )
     started = time.perf_counter()
-    try:
-        text = await summarizer.summarize(request)
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError("the summarizer returned empty text")
-        _check_summary_size(text.strip(), plan, summarizer)
-        return SummaryOutcome(text.strip(), summarizer_name(summarizer), time.perf_counter() - started)
-    except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}"
-        logger.warning(
-            "summarizer %s failed (%s); using the deterministic summary", summarizer_name(summarizer), reason
-        )
-        fallback = fallback or DeterministicSummarizer()
-        text = fallback.summarize_sync(request)
-        return SummaryOutcome(text, fallback.name, time.perf_counter() - started, reason)
+    paths = touched_paths(plan.span)
+    reasons: list[str] = []
+    if not isinstance(summarizer, DeterministicSummarizer):
+        for _ in range(2):
+            try:
+                text = await _checked_summary(summarizer, request, plan, required_sections, latest_request)
+            except ModelUnavailable as exc:  # asking again would fail the same way
+                reasons.append(f"{type(exc).__name__}: {exc}")
+                break
+            except Exception as exc:
+                reasons.append(f"{type(exc).__name__}: {exc}")
+                continue
+            text = complete_summary(text, required_sections=(), latest_request=None, paths=paths)
+            return SummaryOutcome(text, summarizer_name(summarizer), time.perf_counter() - started)
+        (warning or WarnOnce()).warn(summarizer_name(summarizer), reasons[-1])
+    fallback = fallback or DeterministicSummarizer()
+    text = complete_summary(
+        fallback.summarize_sync(request),
+        required_sections=required_sections,
+        latest_request=latest_request,
+        paths=paths,
+    )
+    reason = " | ".join(dict.fromkeys(reasons)) if reasons else None
+    return SummaryOutcome(text, fallback.name, time.perf_counter() - started, reason)
+
+
+async def _checked_summary(
+    summarizer: Summarizer,
+    request: SummaryRequest,
+    plan: CompactionPlan,
+    required_sections: Sequence[str],
+    latest_request: str | None,
+) -> str:
+    text = await summarizer.summarize(request)
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"the summarizer returned {type(text).__name__}, not str")
+    text = text.strip()
+    _check_summary_size(text, plan, summarizer)
+    problems = summary_problems(text, required_sections=required_sections, latest_request=latest_request)
+    if problems:
+        raise ValueError("summary refused: " + "; ".join(problems))
+    return text
 
 
 def _text_tokens(text: str) -> int:
@@ -188,7 +248,12 @@ def _check_summary_size(text: str, plan: CompactionPlan, summarizer: Summarizer)
     limit = getattr(summarizer, "max_summary_tokens", None)
     if isinstance(limit, int) and tokens > limit:
         raise ValueError(f"the summary has about {tokens:,} tokens, over max_summary_tokens={limit:,}")
-    replaced = sum(map(estimate_message_tokens, plan.span)) + sum(map(_text_tokens, plan.previous_summaries))
+    # Counted only until it exceeds the summary (a summary is usually far shorter than a long span).
+    replaced = sum(map(_text_tokens, plan.previous_summaries))
+    for message in plan.span:
+        if replaced >= tokens:
+            return
+        replaced += estimate_message_tokens(message)
     if tokens > replaced:
         raise ValueError(f"the summary has about {tokens:,} tokens, more than the {replaced:,} it would replace")
 

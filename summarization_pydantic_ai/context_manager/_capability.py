@@ -32,9 +32,10 @@ from .._sizes import Measure, normalize_keep
 from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
-from ..processors._summarization import make_summarizer
+from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
-from ..summarize import Summarizer
+from ..summarize import RUN_MODEL, Summarizer
+from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME
 from ._overflow import OverflowMixin
 from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
@@ -81,8 +82,10 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
     """Compress when the request reaches this fraction of the budget."""
     keep: Any = ("messages", 0)
     """What survives a compression besides the summary: 0 keeps only the in-flight exchange."""
-    summarization_model: Any = "openai:gpt-4.1-mini"
-    """A model name, a pydantic-ai `Model`, a `Summarizer`, or `None` for the deterministic summarizer."""
+    summarization_model: Any = RUN_MODEL
+    """`RUN_MODEL` (the run's own model, with a cache-aligned summary request), a model name, a pydantic-ai
+    `Model`, a `Summarizer`, or `None` for the deterministic summarizer. A name pydantic-ai cannot resolve is
+    refused here; when no model can be called the deterministic summary is used, with one warning."""
     token_counter: TokenCounter = count_tokens_approximately
     messages_path: PathSource = None
     """Where messages.json lives: a path, or a function of the `RunContext` returning one (one file per session)."""
@@ -113,6 +116,9 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
     tool returns, summarize, slide the window: as little as it takes) and retry it, each retry smaller."""
     max_overflow_retries: int = 2
     """Retries per request after an overflow; then the original error is raised with a note of what was tried."""
+    required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS
+    """Headings a summary must have; a summary without one (or without the latest user request, verbatim) is
+    refused: the summarizer is asked once more, then the deterministic summary is used."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -140,6 +146,7 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
             raise TypeError(f"max_overflow_retries must be an int, got {self.max_overflow_retries!r}")
         if self.max_overflow_retries < 0:
             raise ValueError(f"max_overflow_retries must be >= 0, got {self.max_overflow_retries}")
+        self.required_sections = check_sections(self.required_sections)
         self._summarizer = make_summarizer(
             self.summarization_model, prompt_template=self.prompt_template, timeout=self.summary_timeout
         )
@@ -340,6 +347,8 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
         await record_new_messages(state, messages, store)
+        if run is not None:
+            state.model = run.request.model
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens)
@@ -351,7 +360,8 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         if pending is NO_FOCUS and not (over and state.armed):
             return messages
         focus = pending if isinstance(pending, str) else None
-        result = await self._compress(messages, size, budget, focus, store, ctx)
+        live = live_request(run, messages, size.tokens)
+        result = await self._compress(messages, size, budget, focus, store, ctx, live=live)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
         return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -34,8 +34,8 @@ from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions
 from ..processors._summarization import keep_message_counter, new_problems
 from ..store import HistoryStore, ensure_message_id
-from ..summarize import Summarizer, latest_user_request
-from ._state import SharedState, call_callback
+from ..summarize import LiveRequest, Summarizer, latest_user_request
+from ._state import RunState, SharedState, call_callback, record_new_messages
 
 __all__ = ["NAME", "CompressionMixin"]
 
@@ -50,6 +50,10 @@ class CompressionMixin:
     _keep: ContextSize
     _summarizer: Summarizer
     _shared: SharedState
+    _run: RunState | None
+    _plain: RunState
+    model_name: str | None
+    required_sections: Sequence[str]
     token_counter: TokenCounter
     event_callback: EventCallback | None
     on_before_compress: Callable[[list[ModelMessage], int], Awaitable[None] | None] | None
@@ -65,12 +69,18 @@ class CompressionMixin:
         focus: str | None,
         store: HistoryStore | None,
         ctx: RunContext[Any] | None,
+        *,
+        live: LiveRequest | None = None,
     ) -> list[ModelMessage]:
+        """Compact `messages` and return the new working history, or `messages` itself when nothing changed
+        (nothing to summarize, or a failure: then nothing is committed). `live` is the run's request being
+        prepared, reused by a summarizer that uses the run's model (without it, the run's model is still used,
+        with the span rendered as text)."""
         started = time.perf_counter()
         span = ctx.tracer.start_as_current_span("context_manager.compress") if ctx is not None else nullcontext(None)
         with span as otel_span:
             try:
-                result = await self._compress_inner(messages, size, budget, focus, store)
+                result = await self._compress_inner(messages, size, budget, focus, store, self._live_or_model(live))
             except Exception as exc:
                 logger.exception("compression failed; the history is left as it was")
                 error = f"{type(exc).__name__}: {exc}"
@@ -99,6 +109,7 @@ class CompressionMixin:
         budget: int,
         focus: str | None,
         store: HistoryStore | None,
+        live: LiveRequest | None,
     ) -> list[ModelMessage]:
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
         plan = plan_compaction(
@@ -120,7 +131,16 @@ class CompressionMixin:
             self.event_callback, CompactionStarted(NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
         )
         outcome = await summarize_with_fallback(
-            plan, self._summarizer, focus=focus, latest_request=latest_user_request(messages), first_index=plan.head_end
+            plan,
+            self._summarizer,
+            focus=focus,
+            latest_request=latest_user_request(messages),
+            first_index=plan.head_end,
+            live=live,
+            window_tokens=budget,
+            kept_messages=len(messages) - plan.cutoff,
+            required_sections=self.required_sections,
+            warning=self._shared.fallback_warning,
         )
         model = getattr(self._summarizer, "model_name", None)
         if outcome.fallback_reason:
@@ -140,6 +160,9 @@ class CompressionMixin:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
         _link_summary(result, merged)
         if store is not None:
+            # The commit: every replaced message is in the archive before the summary, and the working history
+            # changes only once both are written (an exception here leaves it exactly as it was).
+            await record_new_messages(self._run or self._plain, messages, store)
             await store.append([merged])
         with self._shared.lock:
             self._shared.compression_count += 1
@@ -149,6 +172,16 @@ class CompressionMixin:
         )
         await emit_event(self.event_callback, completed)
         return result
+
+    def _live_or_model(self, live: LiveRequest | None) -> LiveRequest | None:
+        """`live`; else the run's model alone (its latest request may not be reusable, e.g. after an overflow);
+        else `model_name`, outside a run."""
+        if live is not None:
+            return live
+        run = self._run
+        if run is not None and run.model is not None:
+            return LiveRequest(run.model)
+        return LiveRequest(self.model_name) if self.model_name else None
 
 
 def _link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:

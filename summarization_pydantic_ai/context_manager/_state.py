@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
+from .._compaction import WarnOnce
 from .._cursor import CursorTable, HistoryCursor
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from ..store import HistoryStore, ensure_message_id
@@ -61,6 +62,8 @@ class SharedState:
     pending_compacts: list[str | None] = field(default_factory=list[str | None])
     last_usage: ContextUsage | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    fallback_warning: WarnOnce = field(default_factory=WarnOnce)
+    """One warning per middleware instance when the summarizer falls back (e.g. offline, every compaction)."""
 
     def take_pending(self) -> object:
         """The focus of a pending `request_compact` (possibly `None`), or `_NO_FOCUS` when none is pending."""
@@ -78,6 +81,9 @@ class RunState:
     retry_messages: list[ModelMessage] | None = None
     overflow: OverflowEpisode | None = None
     """The overflow recovery of the current request step, if one is under way."""
+    model: Any = None
+    """The run's model (from its latest request): it summarizes a compaction that has no request to reuse (the
+    reactive overflow path), with `RUN_MODEL`."""
 
 
 REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", TRUNCATED_METADATA_KEY, "pydantic_deep.eviction")

@@ -10,7 +10,14 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from .._compaction import assemble, build_summary_message, completed_event, plan_compaction, summarize_with_fallback
+from .._compaction import (
+    WarnOnce,
+    assemble,
+    build_summary_message,
+    completed_event,
+    plan_compaction,
+    summarize_with_fallback,
+)
 from .._events import (
     CompactionSkipped,
     CompactionStarted,
@@ -23,10 +30,13 @@ from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize, Measure
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
+from ..summarize._models import RUN_MODEL
+from ..summarize._protocol import LiveRequest
 from ..summarize._template import DEFAULT_SUMMARY_PROMPT, validate_template
+from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
 
-__all__ = ["SummarizationProcessor", "make_summarizer"]
+__all__ = ["SummarizationProcessor", "live_request", "make_summarizer"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -34,12 +44,13 @@ _VERIFY_NEAR = 0.8
 
 
 def make_summarizer(model: Any, *, prompt_template: str | None = None, timeout: float | None = 120.0) -> Summarizer:
-    """A summarizer from a model name, a pydantic-ai `Model`, a `Summarizer`, or `None` (deterministic)."""
+    """A summarizer from `RUN_MODEL` (the run's own model), a model name, a pydantic-ai `Model`, a `Summarizer`,
+    or `None` (deterministic). A model name pydantic-ai cannot resolve raises `ValueError`."""
     if model is None:
         return DeterministicSummarizer()
     if isinstance(model, Summarizer):
         return model
-    if isinstance(model, str) or hasattr(model, "request"):
+    if model is RUN_MODEL or isinstance(model, str) or hasattr(model, "request"):
         return LLMSummarizer(model, prompt_template=prompt_template or DEFAULT_SUMMARY_PROMPT, timeout=timeout)
     raise TypeError(f"model must be a model name, a pydantic-ai Model, a Summarizer or None, got {model!r}")
 
@@ -102,8 +113,10 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         ```
     """
 
-    model: Any = None
-    """The summarizer: a model name, a pydantic-ai `Model`, a `Summarizer`, or `None` for the deterministic one."""
+    model: Any = RUN_MODEL
+    """The summarizer: `RUN_MODEL` (the run's own model, the default), a model name, a pydantic-ai `Model`, a
+    `Summarizer`, or `None` for the deterministic one. Outside a run, `RUN_MODEL` means `model_name` when set;
+    when no model can be called the deterministic summary is used (one warning per processor)."""
     trigger: Any = ("fraction", 0.8)
     """A `ContextSize` or a list of them (any fires): `("messages", n)`, `("tokens", n)`, `("fraction", f)`."""
     keep: Any = ("messages", 20)
@@ -122,6 +135,11 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     summary_timeout: float | None = 120.0
     focus: str | None = None
     event_callback: EventCallback | None = None
+    required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS
+    """Headings a summary must have (`## Intent` ...); a summary without one is refused (asked again once,
+    then the deterministic summary, which always has them, is used)."""
+    _fallback_warning: WarnOnce = field(default_factory=WarnOnce, repr=False, compare=False)
+    """Shared by the per-run copies: one warning per processor when the summarizer falls back."""
     _summarizer: Summarizer = field(init=False, repr=False)
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
@@ -138,6 +156,7 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         )
         if self.prompt_template is not None:
             validate_template(self.prompt_template)
+        self.required_sections = check_sections(self.required_sections)
         self._summarizer = make_summarizer(
             self.model, prompt_template=self.prompt_template, timeout=self.summary_timeout
         )
@@ -153,7 +172,7 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         size = await self._measure(messages, run, budget)
         if not any(size.reaches(t) for t in self._triggers):
             return messages
-        return await self._compact(messages, size, budget, self.focus)
+        return await self._compact(messages, size, budget, self.focus, run)
 
     async def compact(self, messages: Sequence[ModelMessage], focus: str | None = None) -> list[ModelMessage]:
         """Summarize now, whatever the triggers say; returns the new history (the input if nothing to summarize)."""
@@ -175,7 +194,12 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         return size
 
     async def _compact(
-        self, messages: list[ModelMessage], size: Measure, budget: int | None, focus: str | None
+        self,
+        messages: list[ModelMessage],
+        size: Measure,
+        budget: int | None,
+        focus: str | None,
+        run: RunInfo | None = None,
     ) -> list[ModelMessage]:
         name = type(self).__name__
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
@@ -201,6 +225,11 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
             focus=focus,
             latest_request=latest_user_request(messages),
             first_index=plan.head_end,
+            live=self._live_request(messages, size, run),
+            window_tokens=budget,
+            kept_messages=len(messages) - plan.cutoff,
+            required_sections=self.required_sections,
+            warning=self._fallback_warning,
         )
         model = getattr(self._summarizer, "model_name", None)
         if outcome.fallback_reason:
@@ -216,6 +245,21 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         )
         await emit_event(self.event_callback, completed)
         return result
+
+    def _live_request(self, messages: list[ModelMessage], size: Measure, run: RunInfo | None) -> LiveRequest | None:
+        """The run's request (for `RUN_MODEL` and a cache-aligned summary); outside a run, `model_name`."""
+        live = live_request(run, messages, size.tokens)
+        if live is None and self.model_name:
+            return LiveRequest(self.model_name)
+        return live
+
+
+def live_request(run: RunInfo | None, messages: Sequence[ModelMessage], tokens: int) -> LiveRequest | None:
+    """The request a capability is preparing, as a summarizer using the run's model reuses it."""
+    if run is None:
+        return None
+    request = run.request
+    return LiveRequest(request.model, messages, request.model_settings, request.model_request_parameters, tokens)
 
 
 def _verified_count(counter: TokenCounter, messages: Sequence[ModelMessage]) -> int | None:

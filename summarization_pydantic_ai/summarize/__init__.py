@@ -2,15 +2,20 @@
 
 from ._deterministic import DeterministicSummarizer, latest_user_request
 from ._llm import LLMSummarizer
-from ._protocol import Summarizer, SummarizerError, SummaryRequest
+from ._models import RUN_MODEL
+from ._protocol import LiveRequest, Summarizer, SummarizerError, SummaryRequest
 from ._template import DEFAULT_SUMMARY_PROMPT, SUMMARIZER_INSTRUCTIONS, TEMPLATE_PLACEHOLDERS, validate_template
+from ._validate import DEFAULT_REQUIRED_SECTIONS
 
 __all__ = [
+    "DEFAULT_REQUIRED_SECTIONS",
     "DEFAULT_SUMMARY_PROMPT",
+    "RUN_MODEL",
     "SUMMARIZER_INSTRUCTIONS",
     "TEMPLATE_PLACEHOLDERS",
     "DeterministicSummarizer",
     "LLMSummarizer",
+    "LiveRequest",
     "Summarizer",
     "SummarizerError",
     "SummaryRequest",

@@ -25,10 +25,10 @@ from .._artifacts import TODO_MARKS, changed_path, todo_items
 from .._messages import get_message_id
 from .._render import elide_middle, part_text
 from ._protocol import SummaryRequest
+from ._validate import find_paths
 
 __all__ = ["DeterministicSummarizer", "latest_request_from_summary", "latest_user_request"]
 
-_PATH = re.compile(r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b|https?://[^\s'\"<>)\]]+")
 _NEXT_STEP = re.compile(r"^\s*(?:[-*]\s*\[ \]|(?:next|todo|then|remaining)\b[:\s])", re.IGNORECASE)
 
 
@@ -72,6 +72,29 @@ class _Extract:
     """The latest todo list a `write_todos`-style call set: (label, [(content, status)])."""
 
 
+_ERROR_WORDS = ("error", "traceback", "exception")
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _mentions_error(text: str) -> bool:
+    """Whether `text` has the word error, traceback or exception (as `\\b(error|...)\\b` would find it), by
+    substring search: a case-insensitive regular expression over every tool output was the slow part."""
+    lowered = text.lower()
+    for word in _ERROR_WORDS:
+        start = lowered.find(word)
+        while start != -1:
+            end = start + len(word)
+            before = lowered[start - 1] if start else " "
+            after = lowered[end] if end < len(lowered) else " "
+            if not _is_word_char(before) and not _is_word_char(after):
+                return True
+            start = lowered.find(word, end)
+    return False
+
+
 def _label(message: ModelMessage, index: int) -> str:
     return get_message_id(message) or f"#{index}"
 
@@ -94,9 +117,9 @@ def _extract(request: SummaryRequest) -> _Extract:
                 found.errors.append(f"{part.tool_name} [{part.tool_call_id}] {part.outcome}: {_one_line(text, 200)}")
             elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportDeprecated]
                 found.errors.append(f"retry {part.tool_name or 'output'}: {_one_line(text, 200)}")
-            elif isinstance(part, ToolReturnPart) and re.search(r"\b(error|traceback|exception)\b", text, re.I):
+            elif isinstance(part, ToolReturnPart) and _mentions_error(text):
                 found.errors.append(f"{part.tool_name} [{part.tool_call_id}]: {_one_line(text, 200)}")
-            for path in _PATH.findall(text):
+            for path in find_paths(text):
                 found.artifacts.setdefault(path, label)
     return found
 

@@ -1,4 +1,4 @@
-"""A summarizer that asks a model, seeing every message of the span (chunked when it does not fit)."""
+"""A summarizer that asks a model: the run's own (cache-aligned), or another one that reads the span in chunks."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from pydantic_ai.messages import ModelMessage
 
 from .._render import render_message
 from .._tokens import CHARS_PER_TOKEN
-from .._windows import resolve_max_tokens
+from .._windows import DEFAULT_MAX_TOKENS
+from ._aligned import aligned_summary, fits_aligned
 from ._deterministic import latest_request_from_summary, latest_user_request
+from ._models import RUN_MODEL, ModelUnavailable, check_model_name, model_window
 from ._protocol import SummarizerError, SummaryRequest
 from ._template import DEFAULT_SUMMARY_PROMPT, SUMMARIZER_INSTRUCTIONS, fill_template, validate_template
 
@@ -21,8 +23,7 @@ __all__ = ["LLMSummarizer"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
-_DEFAULT_INPUT_BUDGET = 32_000
-_MAX_INPUT_BUDGET = 120_000
+_MIN_INPUT_TOKENS = 1_000
 
 
 def chunk_rendered(rendered: Sequence[str], max_chars: int) -> list[str]:
@@ -43,15 +44,21 @@ def chunk_rendered(rendered: Sequence[str], max_chars: int) -> list[str]:
 
 @dataclass
 class LLMSummarizer:
-    """Summarizes with a model through a small internal pydantic-ai agent.
+    """Summarizes with a model.
 
-    The whole span reaches the model: when its rendering exceeds `max_input_tokens`, it is split at message
-    boundaries and summarized chunk by chunk, each step refining the summary so far (a rolling summary), so the
-    oldest message is read as surely as the newest. A single message larger than a chunk keeps its head and
-    tail with a marker. The previous summary is passed explicitly and updated.
+    With `RUN_MODEL` (or the run's own `Model` instance) inside a run, the summary request is the run's request
+    itself — same instructions, tool definitions and messages — with the summary instruction appended, so a
+    provider with prefix caching reads the conversation from its cache; when that request would not fit the
+    model's window, the span is read in chunks as below.
+
+    Any other model gets the span rendered as text through a small internal agent. When the rendering exceeds
+    the input budget (the summary model's window minus `reserve_tokens`), it is split at message boundaries and
+    summarized chunk by chunk, each step refining the summary so far (a rolling summary), so the oldest message
+    is read as surely as the newest. A single message larger than a chunk keeps its head and tail with a marker.
 
     Raises [`SummarizerError`][summarization_pydantic_ai.SummarizerError] on a model error, a timeout or an
-    empty answer; the processors then fall back to the deterministic summarizer.
+    empty answer; the processors then ask once more, then use the deterministic summarizer. A model name is
+    checked at construction: an unknown provider raises `ValueError` (a missing API key does not).
 
     Example:
         ```python
@@ -60,43 +67,78 @@ class LLMSummarizer:
     """
 
     model: Any
-    """A model name (`'openai:gpt-4.1-mini'`) or a pydantic-ai `Model` (e.g. `FunctionModel` in tests)."""
+    """`RUN_MODEL`, a model name (`'openai:gpt-4.1-mini'`) or a pydantic-ai `Model` (e.g. `FunctionModel`)."""
     prompt_template: str = DEFAULT_SUMMARY_PROMPT
     instructions: str = SUMMARIZER_INSTRUCTIONS
     max_input_tokens: int | None = None
-    """Input budget per call; default: half the model's context window (at most 120,000), or 32,000 if unknown."""
+    """Input budget per call; default: the summary model's context window minus `reserve_tokens` (the window
+    unknown: the agent's budget, else 200,000)."""
     timeout: float | None = 120.0
+    """Seconds per model call."""
     max_summary_tokens: int | None = None
     """A summary estimated longer than this is refused and the deterministic summary used instead. Whatever this
     is, a summary longer than the messages it replaces is always refused."""
-    """Seconds per model call."""
     model_settings: Any = None
+    reserve_tokens: int = 8_000
+    """Room kept in every call for the instructions and the answer (the previous summary is counted apart)."""
     name: str = "llm"
-    _agent: Any = field(default=None, init=False, repr=False)
+    _agents: dict[int, tuple[Any, Any]] = field(default_factory=dict[int, tuple[Any, Any]], init=False, repr=False)
+    _rendered: tuple[Any, int, list[str]] | None = field(default=None, init=False, repr=False)
+    """The latest span rendered (span, part size, lines): a second attempt at the same summary reuses it."""
 
     def __post_init__(self) -> None:
         validate_template(self.prompt_template)
-        if self.max_input_tokens is not None and self.max_input_tokens < 1_000:
+        if isinstance(self.model, str):
+            check_model_name(self.model)
+        if self.max_input_tokens is not None and self.max_input_tokens < _MIN_INPUT_TOKENS:
             raise ValueError(f"max_input_tokens must be at least 1,000, got {self.max_input_tokens}")
         if self.max_summary_tokens is not None and self.max_summary_tokens < 1:
             raise ValueError(f"max_summary_tokens must be at least 1, got {self.max_summary_tokens}")
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError(f"timeout must be positive, got {self.timeout}")
+        if self.reserve_tokens < 0:
+            raise ValueError(f"reserve_tokens must be >= 0, got {self.reserve_tokens}")
 
     @property
     def model_name(self) -> str | None:
+        if self.model is RUN_MODEL:
+            return None
         if isinstance(self.model, str):
             return self.model
         return getattr(self.model, "model_name", None)
 
-    def input_budget_tokens(self) -> int:
+    def input_budget_tokens(self, request: SummaryRequest | None = None) -> int:
+        """Tokens of conversation one call may carry."""
         if self.max_input_tokens is not None:
             return self.max_input_tokens
-        window = resolve_max_tokens(self.model) if self.model_name else None
-        return min(window // 2, _MAX_INPUT_BUDGET) if window else _DEFAULT_INPUT_BUDGET
+        window = self.window_tokens(request)
+        return max(window - self.reserve_tokens, _MIN_INPUT_TOKENS)
+
+    def window_tokens(self, request: SummaryRequest | None = None) -> int:
+        """The summary model's window; unknown (e.g. `FunctionModel`): the agent's budget, else 200,000."""
+        model = self.model
+        if model is RUN_MODEL and request is not None and request.live is not None:
+            model = request.live.model
+        window = model_window(model)
+        if window is None and request is not None:
+            window = request.window_tokens
+        return window or DEFAULT_MAX_TOKENS
 
     async def summarize(self, request: SummaryRequest) -> str:
-        budget_chars = self.input_budget_tokens() * CHARS_PER_TOKEN
+        model = self._model_for(request)
+        if fits_aligned(self, model, request):
+            return await aligned_summary(self, model, request)
+        return await self._chunked(model, request)
+
+    def _model_for(self, request: SummaryRequest) -> Any:
+        if self.model is not RUN_MODEL:
+            return self.model
+        if request.live is None or request.live.model is None:
+            raise ModelUnavailable("no run model to summarize with: the compaction ran outside an agent run")
+        return request.live.model
+
+    async def _chunked(self, model: Any, request: SummaryRequest) -> str:
+        budget_chars = self.input_budget_tokens(request) * CHARS_PER_TOKEN
         latest = (
             request.latest_user_request
             or latest_user_request(request.messages)
@@ -106,15 +148,23 @@ class LLMSummarizer:
         fixed = len(self.prompt_template) + len(latest) + len(request.focus or "") + 200
         # Room for the messages once the template, the request and a previous summary of modest size are in.
         room = max(budget_chars - fixed - min(len(request.previous_summary or ""), budget_chars // 4), 2_000)
-        rendered = _render_span(request.messages, request.first_index, max_part_chars=room)
+        rendered = self._render(request, room)
         summary = request.previous_summary
         for chunk in chunk_rendered(rendered, room):
-            summary = await self._call(chunk, summary, request.focus, latest)
+            summary = await self._call(model, chunk, summary, request.focus, latest)
         if summary is None:
             raise SummarizerError("nothing to summarize")
         return summary
 
-    async def _call(self, messages_text: str, previous: str | None, focus: str | None, latest: str) -> str:
+    def _render(self, request: SummaryRequest, room: int) -> list[str]:
+        cached = self._rendered
+        if cached is not None and cached[0] is request.messages and cached[1] == room:
+            return cached[2]
+        rendered = _render_span(request.messages, request.first_index, max_part_chars=room)
+        self._rendered = (request.messages, room, rendered)
+        return rendered
+
+    async def _call(self, model: Any, messages_text: str, previous: str | None, focus: str | None, latest: str) -> str:
         prompt = fill_template(
             self.prompt_template,
             {
@@ -124,7 +174,7 @@ class LLMSummarizer:
                 "latest_user_request": latest or "none",
             },
         )
-        agent = self._get_agent()
+        agent = self._get_agent(model)
         try:
             with anyio.fail_after(self.timeout):
                 result = await agent.run(prompt, model_settings=self.model_settings)
@@ -137,15 +187,19 @@ class LLMSummarizer:
             raise SummarizerError("summary model returned empty text")
         return text.strip()
 
-    def _get_agent(self) -> Any:
-        if self._agent is None:
-            from pydantic_ai import Agent
+    def _get_agent(self, model: Any) -> Any:
+        cached = self._agents.get(id(model))
+        if cached is not None and cached[0] is model:
+            return cached[1]
+        from pydantic_ai import Agent
 
-            try:
-                self._agent = Agent(self.model, instructions=self.instructions, output_type=str, name="summarizer")
-            except Exception as exc:  # e.g. a missing API key or provider package
-                raise SummarizerError(f"cannot create the summary model {self.model!r}: {exc}") from exc
-        return self._agent
+        try:
+            agent = Agent(model, instructions=self.instructions, output_type=str, name="summarizer")
+        except Exception as exc:  # e.g. a missing API key or provider package
+            raise ModelUnavailable(f"cannot create the summary model {model!r}: {exc}") from exc
+        self._agents.clear()  # one model at a time (the run's model rarely changes)
+        self._agents[id(model)] = (model, agent)
+        return agent
 
 
 def _render_span(messages: Sequence[ModelMessage], first_index: int, *, max_part_chars: int) -> list[str]:

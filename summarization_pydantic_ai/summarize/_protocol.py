@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic_ai.messages import ModelMessage
 
-__all__ = ["Summarizer", "SummarizerError", "SummaryRequest"]
+__all__ = ["LiveRequest", "Summarizer", "SummarizerError", "SummaryRequest"]
+
+
+@dataclass(frozen=True)
+class LiveRequest:
+    """The model request of the run that is being compacted, as the agent was about to send it.
+
+    A summarizer that uses the run's own model (the default, `RUN_MODEL`) sends these very messages, settings
+    and request parameters (instructions, tool definitions) and appends only its instruction, so a provider with
+    prefix caching reads the whole conversation from its cache."""
+
+    model: Any
+    """The run's `Model`."""
+    messages: Sequence[ModelMessage] | None = None
+    """The request's messages; `None` when they cannot be reused as they are (e.g. the provider rejected them
+    as too long), then only the model is used."""
+    model_settings: Any = None
+    model_request_parameters: Any = None
+    """The request's `ModelRequestParameters`: instructions, tool definitions, output mode."""
+    tokens: int | None = None
+    """The request's estimated size (messages, instructions and tools), when measured."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +45,12 @@ class SummaryRequest:
     """The most recent user prompt in the whole history, to be repeated verbatim."""
     first_index: int = 0
     """Position of `messages[0]` in the full history, for message labels."""
+    live: LiveRequest | None = None
+    """The run's request being compacted, when the compaction happens inside a run (see `RUN_MODEL`)."""
+    window_tokens: int | None = None
+    """The agent's token budget: what a summarizer whose own context window is unknown may assume."""
+    kept_messages: int = 0
+    """How many messages of the live request stay verbatim after the summary (the kept tail)."""
 
 
 class SummarizerError(RuntimeError):

@@ -25,11 +25,7 @@ SUMMARIZER_INSTRUCTIONS = (
     "Never invent facts. Quote identifiers, paths, numbers and error messages exactly."
 )
 
-DEFAULT_SUMMARY_PROMPT = """\
-Summarize the conversation span below so the agent can continue the work without it.
-If a previous summary is given, produce ONE updated summary that keeps everything still relevant from it and
-adds what the new messages changed.
-{focus}
+_SECTIONS = """\
 Use exactly these sections (markdown headings); write "none" for an empty one:
 ## Intent
 What the user wants overall, and constraints they set.
@@ -46,7 +42,17 @@ What is done and what is in progress.
 What remains, in order.
 ## Latest user request
 The latest user request, verbatim.
+"""
 
+DEFAULT_SUMMARY_PROMPT = (
+    """\
+Summarize the conversation span below so the agent can continue the work without it.
+If a previous summary is given, produce ONE updated summary that keeps everything still relevant from it and
+adds what the new messages changed.
+{focus}
+"""
+    + _SECTIONS
+    + """
 <previous_summary>
 {previous_summary}
 </previous_summary>
@@ -59,6 +65,25 @@ The latest user request, verbatim.
 {latest_user_request}
 </latest_user_request>
 """
+)
+
+ALIGNED_SUMMARY_PROMPT = (
+    """\
+Pause the task: write a summary of the conversation above. It replaces {messages}, and the agent will continue
+from your summary alone, so keep every fact it needs and drop chatter. Never invent facts. Quote identifiers,
+paths, numbers and error messages exactly. Do not call any tool; answer with the summary only.
+If the conversation holds an earlier summary, produce ONE updated summary that keeps everything still relevant
+from it and adds what the later messages changed.
+{focus}
+"""
+    + _SECTIONS
+    + """
+<latest_user_request>
+{latest_user_request}
+</latest_user_request>
+"""
+)
+"""The instruction appended to the run's own request when the run's model writes the summary (cache-aligned)."""
 
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(TEMPLATE_PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

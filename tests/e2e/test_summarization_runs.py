@@ -20,6 +20,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from summarization_pydantic_ai import (
+    DEFAULT_REQUIRED_SECTIONS,
     SUMMARY_METADATA_KEY,
     CompactionCompleted,
     ContextEvent,
@@ -47,9 +48,15 @@ class ScriptedAgentModel:
         return ModelResponse(parts=[TextPart("all files read")])
 
 
+def valid_summary(text: str, latest: str) -> str:
+    """`text` in a summary that passes the checks: every required section and the latest request."""
+    rest = "\n".join(f"## {title}\nnone" for title in DEFAULT_REQUIRED_SECTIONS[1:])
+    return f"## Intent\n{text}\n{rest}\n## Latest user request\n{latest}"
+
+
 @dataclass
 class SummaryModel:
-    """A summary model that records its inputs."""
+    """A summary model that records its inputs and answers with a valid summary holding `text`."""
 
     text: str = "SUMMARY: the user asked to read the data files; files 1-3 were read."
     prompts: list[str] = field(default_factory=list[str])
@@ -58,7 +65,8 @@ class SummaryModel:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         self.prompts.extend(str(p.content) for p in last.parts if isinstance(p, UserPromptPart))
-        return ModelResponse(parts=[TextPart(self.text)])
+        latest = self.prompts[-1].split("<latest_user_request>\n")[-1].split("\n</latest_user_request>")[0]
+        return ModelResponse(parts=[TextPart(valid_summary(self.text, latest))])
 
 
 def make_agent(model: ScriptedAgentModel, *capabilities: object) -> Agent[None, str]:
@@ -263,7 +271,7 @@ async def test_user_text_with_braces_cannot_break_the_template() -> None:
         ModelRequest(parts=[UserPromptPart("next {0} }")]),
     ]
     await processor(history)
-    (prompt,) = summary_model.prompts
+    prompt = summary_model.prompts[0]
     assert "format {messages} and {previous_summary} and { broken" in prompt
     assert "ok {focus}" in prompt
 

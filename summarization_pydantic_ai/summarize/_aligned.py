@@ -1,0 +1,90 @@
+"""The cache-aligned summary request: the run's own request, with the summary instruction appended.
+
+A provider with prefix caching bills a re-read of a prefix it has seen at a fraction of the price. The summary
+request therefore sends exactly what the run was about to send — the same messages, instructions and tool
+definitions (the request's `ModelRequestParameters`) and model settings — and adds one user request at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
+
+from .._tokens import count_tokens_approximately, estimate_text_tokens
+from ._deterministic import latest_request_from_summary, latest_user_request
+from ._models import RUN_MODEL, model_window
+from ._protocol import SummarizerError, SummaryRequest
+from ._template import ALIGNED_SUMMARY_PROMPT, DEFAULT_SUMMARY_PROMPT, fill_template
+
+if TYPE_CHECKING:
+    from ._llm import LLMSummarizer
+
+__all__ = ["aligned_instruction", "aligned_summary", "fits_aligned"]
+
+
+def aligned_instruction(template: str, request: SummaryRequest) -> str:
+    """The summary instruction that follows the run's own messages."""
+    kept = request.kept_messages
+    replaced = (
+        f"everything above except the last {kept} message(s), which stay verbatim after it"
+        if kept
+        else "everything above"
+    )
+    latest = (
+        request.latest_user_request
+        or latest_user_request(request.messages)
+        or latest_request_from_summary(request.previous_summary)
+        or "none"
+    )
+    values = {
+        "messages": replaced,
+        "previous_summary": "(any earlier summary is in the conversation above: carry it forward)",
+        "focus": f"Focus especially on: {request.focus}\n" if request.focus else "",
+        "latest_user_request": latest,
+    }
+    # A custom prompt still gets the conversation through the cache: its {messages} names what is replaced.
+    return fill_template(ALIGNED_SUMMARY_PROMPT if template == DEFAULT_SUMMARY_PROMPT else template, values)
+
+
+def fits_aligned(summarizer: LLMSummarizer, model: Any, request: SummaryRequest) -> bool:
+    """Whether the summary can reuse the run's request: the summarizer is the run's model, the request is known
+    whole, and it fits the model's window with the instruction and the answer (`reserve_tokens`). A model whose
+    window is unknown (a `FunctionModel`) was about to receive the request anyway: it is assumed to fit."""
+    live = request.live
+    if live is None or live.messages is None or live.model_request_parameters is None:
+        return False
+    if not (summarizer.model is RUN_MODEL or model is live.model):
+        return False
+    window = model_window(model)
+    if window is None:
+        return True
+    tokens = live.tokens if live.tokens is not None else count_tokens_approximately(live.messages)
+    instruction = estimate_text_tokens(aligned_instruction(summarizer.prompt_template, request))
+    return tokens + instruction + summarizer.reserve_tokens <= window
+
+
+async def aligned_summary(summarizer: LLMSummarizer, model: Any, request: SummaryRequest) -> str:
+    """Ask the run's model for the summary with the run's own request as the prefix."""
+    live = request.live
+    assert live is not None and live.messages is not None
+    params = live.model_request_parameters
+    if not params.allow_text_output:
+        # A run with a structured output type forbids plain text; the summary is text. Tools, instructions and
+        # messages (the cached prefix) stay the same.
+        params = replace(params, allow_text_output=True)
+    instruction = aligned_instruction(summarizer.prompt_template, request)
+    messages = [*live.messages, ModelRequest(parts=[UserPromptPart(instruction)])]
+    try:
+        with anyio.fail_after(summarizer.timeout):
+            response = await model.request(messages, live.model_settings, params)
+    except TimeoutError as exc:
+        raise SummarizerError(f"summary model timed out after {summarizer.timeout}s") from exc
+    except Exception as exc:
+        raise SummarizerError(f"summary model failed: {type(exc).__name__}: {exc}") from exc
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart)).strip()
+    if not text:
+        raise SummarizerError("the summary model answered without text (a tool call?)")
+    return text
