@@ -97,10 +97,14 @@ class _RecordedHistories:
             with self._lock:
                 table = self._tables.get(key)
                 if table is None:
-                    table = self._tables[key] = CursorTable()
+                    table = self._tables[key] = CursorTable(factory=_recording_cursor)
                 return table.cursor_for(messages)
         except TypeError:  # a store that cannot be weakly referenced or hashed: no memory, a full check each time
-            return HistoryCursor()
+            return _recording_cursor()
+
+
+def _recording_cursor() -> HistoryCursor:
+    return HistoryCursor(fingerprint_all=False)  # recording never asks for `verify=True`
 
 
 class _NoStore:
