@@ -226,6 +226,7 @@ class HistoryCursor:
 
 _POINTER = ctypes.sizeof(ctypes.c_void_p)
 _ITEMS_OFFSET = 3 * _POINTER  # PyListObject: ob_refcnt, ob_type, ob_size, then ob_item (PyObject **)
+_pointer_at = ctypes.c_void_p.from_address
 
 
 def _load_memcmp() -> Callable[[int | None, int | None, int], int] | None:
@@ -245,10 +246,9 @@ _memcmp = _load_memcmp()
 def _same_items_unchecked(a: list[ModelMessage], b: list[ModelMessage], count: int) -> bool:
     """Whether the first `count` item pointers of two lists are equal: one `memcmp` of their item arrays, in
     place (nothing copied), with the GIL held. Both lists hold at least `count` items."""
-    array_a = ctypes.c_void_p.from_address(id(a) + _ITEMS_OFFSET).value
-    array_b = ctypes.c_void_p.from_address(id(b) + _ITEMS_OFFSET).value
     assert _memcmp is not None
-    return array_a == array_b or _memcmp(array_a, array_b, count * _POINTER) == 0
+    # The `c_void_p`s read from the list objects are passed as they are (no conversion through Python ints).
+    return _memcmp(_pointer_at(id(a) + _ITEMS_OFFSET), _pointer_at(id(b) + _ITEMS_OFFSET), count * _POINTER) == 0
 
 
 def _layout_is_known() -> bool:
