@@ -229,7 +229,7 @@ _ITEMS_OFFSET = 3 * _POINTER  # PyListObject: ob_refcnt, ob_type, ob_size, then 
 _pointer_at = ctypes.c_void_p.from_address
 
 
-def _load_memcmp() -> Callable[[int | None, int | None, int], int] | None:
+def _load_memcmp() -> Callable[[ctypes.c_void_p, ctypes.c_void_p, int], int] | None:
     try:
         # PyDLL: the call keeps the GIL, so no other thread can resize either list while it runs.
         memcmp = ctypes.PyDLL(None).memcmp

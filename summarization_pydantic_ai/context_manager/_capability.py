@@ -28,14 +28,28 @@ from .._events import (
 )
 from .._messages import get_message_id
 from .._sizes import Measure, normalize_keep
-from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
+from .._tokens import (
+    IncrementalCounter,
+    RequestInfo,
+    TokenCounter,
+    _default_counter,  # pyright: ignore[reportPrivateUsage]
+    count_tokens_approximately,
+)
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
 from ..processors._summarization import make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import Summarizer
 from ._compress import NAME, CompressionMixin
-from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
+from ._state import (
+    NO_FOCUS,
+    ContextUsage,
+    RunState,
+    SharedState,
+    call_callback,
+    record_and_count,
+    record_new_messages,
+)
 from ._truncate import truncate_output
 
 __all__ = ["ContextManagerMiddleware"]
@@ -317,10 +331,10 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         ctx: RunContext[Any] | None,
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
-        await record_new_messages(state, messages, store)
+        _, counted = await record_and_count(state, messages, store, _incremental(self.token_counter))
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
-        size = await measure(messages, self.token_counter, run, budget, threshold_tokens)
+        size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
         await self._report_usage(size, budget, source, store)
         pending = self._shared.take_pending()
         over = size.tokens >= threshold_tokens
@@ -349,6 +363,14 @@ class ContextManagerMiddleware(CompressionMixin, AbstractCapability[Any]):
         _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))
+
+
+def _incremental(counter: TokenCounter) -> IncrementalCounter | None:
+    """The counter as an `IncrementalCounter` whose counts the recording's history check can serve (exactly that
+    class: a subclass may count differently), or `None`."""
+    if counter is count_tokens_approximately:
+        return _default_counter
+    return counter if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter else None
 
 
 def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:

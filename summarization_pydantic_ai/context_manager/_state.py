@@ -12,11 +12,12 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
-from .._cursor import CursorTable, HistoryCursor
+from .._cursor import CursorTable
 from .._messages import MESSAGE_ID_KEY, get_message_id
+from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
 
-__all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
+__all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_and_count", "record_new_messages"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -88,10 +89,10 @@ class _RecordedHistories:
     so a call costs O(new messages), not O(history)."""
 
     def __init__(self) -> None:
-        self._tables: weakref.WeakKeyDictionary[object, CursorTable] = weakref.WeakKeyDictionary()
+        self._tables: weakref.WeakKeyDictionary[object, CursorTable[_Tally]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def cursor_for(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> HistoryCursor:
+    def cursor_for(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> _Tally:
         key = _NO_STORE if store is None else store
         try:
             with self._lock:
@@ -103,8 +104,9 @@ class _RecordedHistories:
             return _recording_cursor()
 
 
-def _recording_cursor() -> HistoryCursor:
-    return HistoryCursor(fingerprint_all=False)  # recording never asks for `verify=True`
+def _recording_cursor() -> _Tally:
+    # Recording never asks for `verify=True`; the counts serve the middleware's token count (`record_and_count`).
+    return _Tally(fingerprint_all=False)
 
 
 class _NoStore:
@@ -121,12 +123,20 @@ async def record_new_messages(
     """Give every new message its stable id and append it to the store, and append a new version of every
     recorded message edited in place (same id, new content), unless the edit only reduces the working context
     (`REDUCTION_METADATA_KEYS`). Returns what was handed to the store. O(new messages)."""
+    return (await record_and_count(state, messages, store, None))[0]
+
+
+async def record_and_count(
+    state: RunState, messages: Sequence[ModelMessage], store: HistoryStore | None, counter: IncrementalCounter | None
+) -> tuple[list[ModelMessage], int | None]:
+    """`record_new_messages`, and the count of `messages` by `counter` from the same history check (the
+    recording's cursor keeps the counts): one check of the whole history per request instead of two."""
     cursor = _recorded.cursor_for(store, messages)
     change = cursor.peek(messages)
     if change.kind == "replaced" and _adopt_ids(cursor.messages, messages, change.start):
         change = cursor.peek(messages)
     if change.kind == "unchanged":
-        return []
+        return [], counter.count_change(cursor, messages, change) if counter is not None else None
     new = [
         m
         for m in messages[change.start :]
@@ -138,8 +148,9 @@ async def record_new_messages(
     versions = [m for m in edited if store is not None and await _is_new_version(store, m)]
     if store is not None and (new or versions):
         await store.append([*versions, *new])
+    tokens = counter.count_change(cursor, messages, change) if counter is not None else None
     cursor.commit(messages, change)  # only once recorded: a failed append is tried again at the next call
-    return [*versions, *new]
+    return [*versions, *new], tokens
 
 
 def _adopt_ids(recorded: Sequence[ModelMessage], messages: Sequence[ModelMessage], start: int) -> bool:
