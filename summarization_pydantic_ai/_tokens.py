@@ -97,7 +97,7 @@ class _Tally(HistoryCursor):
         self.counts: list[int] = []
         self.total = 0
         self.counter: object = None
-        """The counter whose counts these are (a cursor of another consumer: see `count_change`)."""
+        """The counter whose counts these are (a cursor of another consumer: see `_count_change`)."""
 
 
 @dataclass(eq=False)
@@ -150,7 +150,7 @@ class IncrementalCounter:
                 tally.commit(messages, change)
             return tally.total
 
-    def count_change(self, tally: _Tally, messages: Sequence[ModelMessage], change: HistoryChange) -> int:
+    def _count_change(self, tally: _Tally, messages: Sequence[ModelMessage], change: HistoryChange) -> int:
         """The count of `messages`, for a consumer that checks the history with its own `tally` cursor anyway
         (the middleware's recording): `change` is what that cursor reported and is about to commit, so one
         history check serves both. Counts kept on `tally` by another counter are measured again."""

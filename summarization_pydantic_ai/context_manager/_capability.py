@@ -370,7 +370,9 @@ def _incremental(counter: TokenCounter) -> IncrementalCounter | None:
     class: a subclass may count differently), or `None`."""
     if counter is count_tokens_approximately:
         return _default_counter
-    return counter if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter else None
+    if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter:
+        return counter
+    return None
 
 
 def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
-from .._cursor import CursorTable
+from .._cursor import CursorTable, HistoryChange
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
@@ -136,7 +136,7 @@ async def record_and_count(
     if change.kind == "replaced" and _adopt_ids(cursor.messages, messages, change.start):
         change = cursor.peek(messages)
     if change.kind == "unchanged":
-        return [], counter.count_change(cursor, messages, change) if counter is not None else None
+        return [], _count(counter, cursor, messages, change)
     new = [
         m
         for m in messages[change.start :]
@@ -148,9 +148,17 @@ async def record_and_count(
     versions = [m for m in edited if store is not None and await _is_new_version(store, m)]
     if store is not None and (new or versions):
         await store.append([*versions, *new])
-    tokens = counter.count_change(cursor, messages, change) if counter is not None else None
+    tokens = _count(counter, cursor, messages, change)
     cursor.commit(messages, change)  # only once recorded: a failed append is tried again at the next call
     return [*versions, *new], tokens
+
+
+def _count(
+    counter: IncrementalCounter | None, cursor: _Tally, messages: Sequence[ModelMessage], change: HistoryChange
+) -> int | None:
+    if counter is None:
+        return None
+    return counter._count_change(cursor, messages, change)  # pyright: ignore[reportPrivateUsage]
 
 
 def _adopt_ids(recorded: Sequence[ModelMessage], messages: Sequence[ModelMessage], start: int) -> bool:
