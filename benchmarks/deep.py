@@ -770,7 +770,9 @@ def eviction_lines(r: EvictionResult, iterations: int) -> list[str]:
         "",
         "- In capability form every run gets its own `_RunState` (`for_run`) holding a `HistoryCursor`: the history "
         "as it was after the previous request. When the history only grew, only the new messages are visited; an "
-        "edited message is visited again, and a history replaced from some index is scanned from there.",
+        "edited message is visited again, and a history replaced from some index is scanned from there. The "
+        "cursor (`fingerprint_all=False`) fingerprints only the last messages, which it checks for in-place "
+        "edits on every request, so a first request costs a reference per message.",
         "- Outputs already evicted carry their eviction metadata, so even a full scan only reads it and moves on; "
         "every other tool output costs a synchronous check (its metadata, its length against the limit of its "
         "policy); the eviction coroutine runs only for an output that is over the limit.",

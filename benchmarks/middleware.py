@@ -326,7 +326,9 @@ def markdown_lines(calls: list[CallRow], sessions: list[SessionRow], iterations:
         "- The store appends only the new records: it overwrites the closing `\\n]\\n` with the new records and "
         "a new closing bracket, and flushes before returning. Bytes written over a session are the file's size "
         "plus about 3 bytes per append (the closing bracket written again); nothing else is rewritten.",
-        "- Token counts: the same cursor-based counter as the processors above.",
+        "- Token counts: with the default counter (or an `IncrementalCounter`), the recording's cursor keeps "
+        "each message's count too, so the one history check above serves both the recording and the count "
+        "(one whole-prefix comparison per call, not two).",
         "",
         "### Method",
         "",

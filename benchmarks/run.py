@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import platform
 import sqlite3
 import sys
@@ -181,8 +182,6 @@ def _cpu_model() -> str:
 
 
 def _cores() -> str:
-    import os
-
     logical = os.cpu_count()
     try:
         usable = len(os.sched_getaffinity(0))
@@ -191,13 +190,26 @@ def _cores() -> str:
     return f"{usable} usable / {logical} logical"
 
 
-def _load() -> str:
-    import os
-
+def _load_average() -> float | None:
     try:
-        return f"{os.getloadavg()[0]:.2f} (other work shares the machine)"
+        return os.getloadavg()[0]
     except OSError:
+        return None
+
+
+_LOAD_AT_START = _load_average()
+
+
+def _load() -> str:
+    """The 1-minute load average at the start and at the end, against the cores: a shared machine slows every
+    figure (a worker-thread hop waits for a core), so compare runs made under similar load."""
+    start, end = _LOAD_AT_START, _load_average()
+    if start is None or end is None:
         return "unknown"
+    cores = os.cpu_count() or 1
+    shared = max(start, end) > 0.5 * cores
+    note = " (other work shared the machine: figures are slower than on an idle one)" if shared else ""
+    return f"{start:.2f} at the start, {end:.2f} at the end, on {cores} logical cores{note}"
 
 
 def _version(dist: str) -> str:
@@ -385,7 +397,7 @@ def render_markdown(
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- CPU: {_cpu_model()} ({_cores()} cores)",
         f"- Python: {platform.python_implementation()} {platform.python_version()} ({sys.platform})",
-        f"- Load average (1 min) at the end: {_load()}",
+        f"- Load average (1 min): {_load()}",
         f"- pydantic-ai-slim: {_version('pydantic-ai-slim')}; "
         f"summarization-pydantic-ai: {_version('summarization-pydantic-ai')}; SQLite: {sqlite3.sqlite_version}",
         f"- Mode: {mode}; {args.iterations} timed calls per size, subject and kind (middleware: per size; "

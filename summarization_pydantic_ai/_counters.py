@@ -29,7 +29,7 @@ class _SummaryScan(HistoryCursor):
     __slots__ = ("summaries",)
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(fingerprint_all=False)  # never asked for `verify=True`
         self.summaries: dict[int, str] = {}
         """Index of each summary message -> its `created_at` ("9999" when unknown: never anchor across it)."""
 

@@ -78,17 +78,34 @@ def _fingerprint(message: ModelMessage) -> _Fingerprint:
     """The objects a message is made of: its parts list, each part and each part's content or arguments.
 
     Holding them (not their `id`s) keeps them alive, so an identity comparison later cannot be fooled by a
-    reused address. Reassigning a part's content or editing the parts list changes the fingerprint."""
+    reused address. Reassigning a part's content or editing the parts list changes the fingerprint.
+    Messages of one or two parts (most of them) are spelled out: this runs for every new message and for the
+    checked tail on every call."""
     parts = message.parts
-    items: list[object] = [parts, len(parts), message.metadata]
+    count = len(parts)
+    if count == 1:
+        (a,) = parts
+        return (parts, 1, message.metadata, a, getattr(a, "content", None), getattr(a, "args", None))
+    if count == 2:
+        a, b = parts
+        return (
+            parts,
+            2,
+            message.metadata,
+            a,
+            getattr(a, "content", None),
+            getattr(a, "args", None),
+            b,
+            getattr(b, "content", None),
+            getattr(b, "args", None),
+        )
+    items: list[object] = [parts, count, message.metadata]
     for part in parts:
-        items.append(part)
-        items.append(getattr(part, "content", None))
-        items.append(getattr(part, "args", None))
+        items += (part, getattr(part, "content", None), getattr(part, "args", None))
     return tuple(items)
 
 
-def _same_fingerprint(a: _Fingerprint, b: _Fingerprint) -> bool:
+def _same_fingerprint(a: _Fingerprint, b: _Fingerprint | None) -> bool:
     """Nothing observable changed: the same objects, or (where an object was swapped) an equal one. Tuple
     equality checks identity first, item by item, in C; only a swapped object is compared by value."""
     return a == b
@@ -96,14 +113,21 @@ def _same_fingerprint(a: _Fingerprint, b: _Fingerprint) -> bool:
 
 class HistoryCursor:
     """Remembers the last history it was advanced to; see the module docstring. Not thread-safe: keep one per
-    consumer and history (a `CursorTable` keys them by the history's first message)."""
+    consumer and history (a `CursorTable` keys them by the history's first message).
 
-    __slots__ = ("_fingerprints", "_refs", "_seen_any")
+    `fingerprint_all=False` keeps the fingerprints of the last few messages only (those the tail check reads),
+    so seeing a long history for the first time costs O(1) per message instead of a fingerprint each: for
+    consumers that never ask for `verify=True`. A message without a fingerprint that has to be checked (a
+    history that shrank, or `verify=True`) is reported as edited: looked at again, never silently trusted.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_fingerprint_all", "_fingerprints", "_refs", "_seen_any")
+
+    def __init__(self, *, fingerprint_all: bool = True) -> None:
         self._seen_any = False
+        self._fingerprint_all = fingerprint_all
         self._refs: list[ModelMessage] = []
-        self._fingerprints: list[_Fingerprint] = []
+        self._fingerprints: list[_Fingerprint | None] = []
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -155,18 +179,24 @@ class HistoryCursor:
             self._fingerprints[i] = _fingerprint(messages[i])
         new = list(messages[keep:])
         self._refs.extend(new)
+        # Without `fingerprint_all`, only the new messages that end up in the checked tail get one.
+        untracked = 0 if self._fingerprint_all else max(0, min(len(new), len(self._refs) - _TAIL - keep))
+        if untracked:
+            self._fingerprints.extend([None] * untracked)
+            new = new[untracked:]
         self._fingerprints.extend(map(_fingerprint, new))
 
     def _prefix_identical(self, messages: Sequence[ModelMessage], common: int) -> bool:
         if not common:
             return True
-        if _FAST and messages.__class__ is list:
+        if _FAST and _is_plain_list(messages):
             return _same_items(cast("list[ModelMessage]", messages), self._refs, common)
         return all(map(is_, messages[:common], self._refs))
 
     def _mutated(self, messages: Sequence[ModelMessage], start: int, stop: int) -> tuple[int, ...]:
         fingerprints = self._fingerprints
-        return tuple(i for i in range(start, stop) if not _same_fingerprint(_fingerprint(messages[i]), fingerprints[i]))
+        # A missing fingerprint (`fingerprint_all=False`) compares unequal: the message is looked at again.
+        return tuple([i for i in range(start, stop) if _fingerprint(messages[i]) != fingerprints[i]])
 
     def _classify_slow(self, messages: Sequence[ModelMessage], common: int, verify: bool) -> HistoryChange:
         """Some message in the common prefix is a different object: find out which and why."""
@@ -196,9 +226,10 @@ class HistoryCursor:
 
 _POINTER = ctypes.sizeof(ctypes.c_void_p)
 _ITEMS_OFFSET = 3 * _POINTER  # PyListObject: ob_refcnt, ob_type, ob_size, then ob_item (PyObject **)
+_pointer_at = ctypes.c_void_p.from_address
 
 
-def _load_memcmp() -> Callable[[int | None, int | None, int], int] | None:
+def _load_memcmp() -> Callable[[ctypes.c_void_p, ctypes.c_void_p, int], int] | None:
     try:
         # PyDLL: the call keeps the GIL, so no other thread can resize either list while it runs.
         memcmp = ctypes.PyDLL(None).memcmp
@@ -215,10 +246,9 @@ _memcmp = _load_memcmp()
 def _same_items_unchecked(a: list[ModelMessage], b: list[ModelMessage], count: int) -> bool:
     """Whether the first `count` item pointers of two lists are equal: one `memcmp` of their item arrays, in
     place (nothing copied), with the GIL held. Both lists hold at least `count` items."""
-    array_a = ctypes.c_void_p.from_address(id(a) + _ITEMS_OFFSET).value
-    array_b = ctypes.c_void_p.from_address(id(b) + _ITEMS_OFFSET).value
     assert _memcmp is not None
-    return array_a == array_b or _memcmp(array_a, array_b, count * _POINTER) == 0
+    # The `c_void_p`s read from the list objects are passed as they are (no conversion through Python ints).
+    return _memcmp(_pointer_at(id(a) + _ITEMS_OFFSET), _pointer_at(id(b) + _ITEMS_OFFSET), count * _POINTER) == 0
 
 
 def _layout_is_known() -> bool:
@@ -240,6 +270,23 @@ def _layout_is_known() -> bool:
 
 
 _FAST = _layout_is_known()
+
+_LIST_LIKE: dict[type, bool] = {list: True}
+"""Per class: whether its instances are read like a plain list (the item array is what indexing returns)."""
+
+
+def _is_plain_list(messages: Sequence[ModelMessage]) -> bool:
+    """A `list`, or a subclass that keeps list's own item access (pydantic-ai hands `before_model_request` a
+    subclass that only mirrors appends): its item array can be compared in place."""
+    cls = messages.__class__
+    known = _LIST_LIKE.get(cls)
+    if known is None:
+        known = issubclass(cls, list) and all(
+            getattr(cls, name) is getattr(list, name) for name in ("__getitem__", "__len__", "__iter__")
+        )
+        if len(_LIST_LIKE) < 64:
+            _LIST_LIKE[cls] = known
+    return known
 
 
 def _same_items(a: list[ModelMessage], b: list[ModelMessage], count: int) -> bool:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic_ai.messages import ModelMessage
 
-from ._cursor import CursorTable, HistoryCursor
+from ._cursor import CursorTable, HistoryChange, HistoryCursor
 from ._estimate import (
     AUDIO_TOKENS,
     CHARS_PER_TOKEN,
@@ -90,12 +90,14 @@ _MAX_STATES = 32
 class _Tally(HistoryCursor):
     """A cursor that also keeps each message's count and the total of the history it was advanced to."""
 
-    __slots__ = ("counts", "total")
+    __slots__ = ("counter", "counts", "total")
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, fingerprint_all: bool = True) -> None:
+        super().__init__(fingerprint_all=fingerprint_all)
         self.counts: list[int] = []
         self.total = 0
+        self.counter: object = None
+        """The counter whose counts these are (a cursor of another consumer: see `_count_change`)."""
 
 
 @dataclass(eq=False)
@@ -140,28 +142,43 @@ class IncrementalCounter:
     def count(self, messages: Sequence[ModelMessage], *, verify: bool = False) -> int:
         if not messages:
             return 0
-        measure = self._measure
         with self._lock:
             tally = self._tallies.cursor_for(messages)
             change = tally.peek(messages, verify=verify)
-            if change.kind == "unchanged":
-                return tally.total
-            counts = tally.counts
-            edited = [(i, measure(messages[i])) for i in change.edited]  # measured first: a failure changes nothing
-            added = list(map(measure, messages[change.start :]))
-            if change.kind == "replaced":
-                del counts[change.start :]
-                total = sum(counts)
-            else:
-                total = tally.total
-                for i, new in edited:  # same id, new content: the old count out, the new one in
-                    self._cache.discard(messages[i])
-                    total += new - counts[i]
-                    counts[i] = new
-            counts.extend(added)
-            tally.total = total + sum(added)
-            tally.commit(messages, change)
+            if change.kind != "unchanged":
+                self._apply(tally, messages, change)
+                tally.commit(messages, change)
             return tally.total
+
+    def _count_change(self, tally: _Tally, messages: Sequence[ModelMessage], change: HistoryChange) -> int:
+        """The count of `messages`, for a consumer that checks the history with its own `tally` cursor anyway
+        (the middleware's recording): `change` is what that cursor reported and is about to commit, so one
+        history check serves both. Counts kept on `tally` by another counter are measured again."""
+        with self._lock:
+            if tally.counter is not self or len(tally.counts) != len(tally):
+                tally.counts = list(map(self._measure, messages))
+                tally.total, tally.counter = sum(tally.counts), self
+            elif change.kind != "unchanged":
+                self._apply(tally, messages, change)
+            return tally.total
+
+    def _apply(self, tally: _Tally, messages: Sequence[ModelMessage], change: HistoryChange) -> None:
+        """Bring `tally`'s counts and total from its last history to `messages`, given their `change`."""
+        measure = self._measure
+        counts = tally.counts
+        edited = [(i, measure(messages[i])) for i in change.edited]  # measured first: a failure changes nothing
+        added = list(map(measure, messages[change.start :]))
+        if change.kind == "replaced":
+            del counts[change.start :]
+            total = sum(counts)
+        else:
+            total = tally.total
+            for i, new in edited:  # same id, new content: the old count out, the new one in
+                self._cache.discard(messages[i])
+                total += new - counts[i]
+                counts[i] = new
+        counts.extend(added)
+        tally.total = total + sum(added)
 
     def invalidate(self) -> None:
         """Forget the histories seen (per-message results stay valid)."""

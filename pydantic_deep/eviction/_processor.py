@@ -54,8 +54,9 @@ _DEFAULT_POLICY = EvictionPolicy()
 
 @dataclass
 class _RunState:
-    cursor: HistoryCursor = field(default_factory=HistoryCursor)
-    """The history as it was after the previous request: only what changed since is examined."""
+    cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False))
+    """The history as it was after the previous request: only what changed since is examined (never with
+    `verify=True`, so only the checked tail is fingerprinted)."""
     pending: dict[str, int] = field(default_factory=dict[str, int])
     """Agent-mode outputs not archived yet: tool_call_id -> index of the request holding them."""
     previews: dict[str, list[tuple[int, int]]] = field(default_factory=dict[str, list[tuple[int, int]]])

@@ -29,7 +29,13 @@ from .._events import (
 from .._messages import get_message_id
 from .._pinning import WorkingSetSettings
 from .._sizes import Measure, normalize_keep
-from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
+from .._tokens import (
+    IncrementalCounter,
+    RequestInfo,
+    TokenCounter,
+    _default_counter,  # pyright: ignore[reportPrivateUsage]
+    count_tokens_approximately,
+)
 from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
 from ..processors._summarization import live_request, make_summarizer
@@ -38,7 +44,15 @@ from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME
 from ._overflow import OverflowMixin
-from ._state import NO_FOCUS, ContextUsage, RunState, SharedState, call_callback, record_new_messages
+from ._state import (
+    NO_FOCUS,
+    ContextUsage,
+    RunState,
+    SharedState,
+    call_callback,
+    record_and_count,
+    record_new_messages,
+)
 from ._truncate import truncate_output
 
 __all__ = ["ContextManagerMiddleware"]
@@ -346,12 +360,12 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         ctx: RunContext[Any] | None,
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
-        await record_new_messages(state, messages, store)
+        _, counted = await record_and_count(state, messages, store, _incremental(self.token_counter))
         if run is not None:
             state.model = run.request.model
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
-        size = await measure(messages, self.token_counter, run, budget, threshold_tokens)
+        size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
         await self._report_usage(size, budget, source, store)
         pending = self._shared.take_pending()
         over = size.tokens >= threshold_tokens
@@ -381,6 +395,16 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))
+
+
+def _incremental(counter: TokenCounter) -> IncrementalCounter | None:
+    """The counter as an `IncrementalCounter` whose counts the recording's history check can serve (exactly that
+    class: a subclass may count differently), or `None`."""
+    if counter is count_tokens_approximately:
+        return _default_counter
+    if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter:
+        return counter
+    return None
 
 
 def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:

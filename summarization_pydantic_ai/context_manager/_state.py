@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic_ai.messages import ModelMessage
 
 from .._compaction import WarnOnce
-from .._cursor import CursorTable, HistoryCursor
+from .._cursor import CursorTable, HistoryChange
 from .._messages import MESSAGE_ID_KEY, get_message_id
+from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
 from ._truncate import TRUNCATED_METADATA_KEY
 
 if TYPE_CHECKING:
     from ._overflow import OverflowEpisode
 
-__all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_new_messages"]
+__all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_and_count", "record_new_messages"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -100,19 +101,24 @@ class _RecordedHistories:
     so a call costs O(new messages), not O(history)."""
 
     def __init__(self) -> None:
-        self._tables: weakref.WeakKeyDictionary[object, CursorTable] = weakref.WeakKeyDictionary()
+        self._tables: weakref.WeakKeyDictionary[object, CursorTable[_Tally]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def cursor_for(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> HistoryCursor:
+    def cursor_for(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> _Tally:
         key = _NO_STORE if store is None else store
         try:
             with self._lock:
                 table = self._tables.get(key)
                 if table is None:
-                    table = self._tables[key] = CursorTable()
+                    table = self._tables[key] = CursorTable(factory=_recording_cursor)
                 return table.cursor_for(messages)
         except TypeError:  # a store that cannot be weakly referenced or hashed: no memory, a full check each time
-            return HistoryCursor()
+            return _recording_cursor()
+
+
+def _recording_cursor() -> _Tally:
+    # Recording never asks for `verify=True`; the counts serve the middleware's token count (`record_and_count`).
+    return _Tally(fingerprint_all=False)
 
 
 class _NoStore:
@@ -129,12 +135,20 @@ async def record_new_messages(
     """Give every new message its stable id and append it to the store, and append a new version of every
     recorded message edited in place (same id, new content), unless the edit only reduces the working context
     (`REDUCTION_METADATA_KEYS`). Returns what was handed to the store. O(new messages)."""
+    return (await record_and_count(state, messages, store, None))[0]
+
+
+async def record_and_count(
+    state: RunState, messages: Sequence[ModelMessage], store: HistoryStore | None, counter: IncrementalCounter | None
+) -> tuple[list[ModelMessage], int | None]:
+    """`record_new_messages`, and the count of `messages` by `counter` from the same history check (the
+    recording's cursor keeps the counts): one check of the whole history per request instead of two."""
     cursor = _recorded.cursor_for(store, messages)
     change = cursor.peek(messages)
     if change.kind == "replaced" and _adopt_ids(cursor.messages, messages, change.start):
         change = cursor.peek(messages)
     if change.kind == "unchanged":
-        return []
+        return [], _count(counter, cursor, messages, change)
     new = [
         m
         for m in messages[change.start :]
@@ -146,8 +160,17 @@ async def record_new_messages(
     versions = [m for m in edited if store is not None and await _is_new_version(store, m)]
     if store is not None and (new or versions):
         await store.append([*versions, *new])
+    tokens = _count(counter, cursor, messages, change)
     cursor.commit(messages, change)  # only once recorded: a failed append is tried again at the next call
-    return [*versions, *new]
+    return [*versions, *new], tokens
+
+
+def _count(
+    counter: IncrementalCounter | None, cursor: _Tally, messages: Sequence[ModelMessage], change: HistoryChange
+) -> int | None:
+    if counter is None:
+        return None
+    return counter._count_change(cursor, messages, change)  # pyright: ignore[reportPrivateUsage]
 
 
 def _adopt_ids(recorded: Sequence[ModelMessage], messages: Sequence[ModelMessage], start: int) -> bool:

@@ -138,12 +138,15 @@ async def measure(
     run: RunInfo | None,
     budget: int | None,
     threshold: int | None,
+    *,
+    counted: int | None = None,
 ) -> Measure:
-    """Count messages (and, in capability form, the request's instructions and tools)."""
+    """Count messages (and, in capability form, the request's instructions and tools). `counted`: what `counter`
+    would return for `messages`, already known to the caller (then it is not asked again)."""
     if run is not None and isinstance(counter, RequestAwareCounter):
         tokens = await counter.count_request(messages, request=run.request, threshold=threshold)
     else:
-        tokens = await async_count_tokens(counter, messages)
+        tokens = counted if counted is not None else await async_count_tokens(counter, messages)
         if run is not None:
             tokens += run.request.overhead_tokens
     return Measure(messages=len(messages), tokens=tokens, budget=budget)

@@ -75,7 +75,21 @@ def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     return RecordBatch(records, end, first_id)
 
 
+_FIRST_IDS: dict[bytes, str | None] = {}
+"""First lines already parsed -> their record's id: a follower (the history search) reads the same first line on
+every update; the same bytes are the same record, checksum included, so it is parsed once."""
+_FIRST_IDS_MAX = 16
+_FIRST_LINE_CACHED_MAX = 65_536
+
+
 def _first_id(line: bytes) -> str | None:
-    for item in scan_line(line.rstrip(b"\n"), 0):
-        return item.message_id if isinstance(item, Record) else None
-    return None
+    if line in _FIRST_IDS:
+        return _FIRST_IDS.get(line)
+    first_id = next(
+        (item.message_id if isinstance(item, Record) else None for item in scan_line(line.rstrip(b"\n"), 0)), None
+    )
+    if len(line) <= _FIRST_LINE_CACHED_MAX:
+        if len(_FIRST_IDS) >= _FIRST_IDS_MAX:
+            _FIRST_IDS.clear()  # atomic (worker threads read files concurrently); refilled on the next reads
+        _FIRST_IDS[line] = first_id
+    return first_id
