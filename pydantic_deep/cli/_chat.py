@@ -1,0 +1,133 @@
+"""`pydantic-deep chat`: the REPL. Lines are prompts or slash commands; output streams as the agent works."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from summarization_pydantic_ai import validate_session_id
+
+from ..sessions import SessionManager, SessionNotFoundError
+from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
+from ._models import ResolvedModel, probe, resolve_model
+from ._slash import QUIT, handle_slash
+from ._state import ChatState, check_session_file
+from ._turn import run_cancellable, run_turn
+from ._ui import Ui
+
+__all__ = ["ChatOptions", "chat"]
+
+PROMPT = "› "
+
+
+class ChatOptions:
+    def __init__(
+        self,
+        model: str | None,
+        resume: str | None,
+        fork: bool,
+        session_dir: Path,
+        workdir: Path,
+    ) -> None:
+        self.model, self.resume, self.fork = model, resume, fork
+        self.session_dir, self.workdir = session_dir, workdir
+
+
+def _check_workdir(workdir: Path) -> Path:
+    if not workdir.is_dir():
+        raise CliError(f"--workdir {workdir}: no such directory", EXIT_USAGE)
+    return workdir.resolve()
+
+
+async def _open(options: ChatOptions, resolved: ResolvedModel, ui: Ui) -> ChatState:
+    """Everything checked before anything is written: the session id, its file, then (for --fork) the copy."""
+    manager = SessionManager(base_dir=options.session_dir)
+    workdir = _check_workdir(options.workdir)
+    if options.resume is None:
+        if options.fork:
+            raise CliError("--fork needs --resume ID (the session to fork)", EXIT_USAGE)
+        return ChatState(manager, resolved, workdir, ui)
+    session_id = validate_session_id(options.resume)
+    try:
+        info = manager.get(session_id)
+    except SessionNotFoundError:
+        raise CliError(
+            f"no session {session_id!r} in {options.session_dir}; pydantic-deep sessions lists them"
+        ) from None
+    check_session_file(info)
+    if options.fork:
+        info = await manager.fork(session_id)
+        ui.line(f"Forked {session_id} → {info.id} ({info.message_count} messages).")
+    return await ChatState.resume(manager, resolved, workdir, ui, info.id)
+
+
+def _banner(state: ChatState) -> None:
+    ui = state.ui
+    what = "new" if state.new else f"resumed, {len(state.history)} messages in the working context"
+    ui.line(f"pydantic-deep chat · model {state.resolved.name} · session {state.id} ({what})", style="bold")
+    ui.line(f"workdir {state.workdir} · history {state.messages_path} · /help for commands", style="dim")
+
+
+def _line_reader(console: Console) -> Callable[[], Awaitable[str | None]]:
+    """Prompts with prompt-toolkit on a terminal; plain lines from a pipe (scripts, tests)."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession()
+
+        async def prompt() -> str | None:
+            while True:
+                try:
+                    return await session.prompt_async(PROMPT)
+                except KeyboardInterrupt:
+                    console.print("(Ctrl-C: /quit or Ctrl-D leaves)", style="dim")
+                except EOFError:
+                    return None
+
+        return prompt
+
+    async def read() -> str | None:
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if not line:
+            return None
+        console.print(f"{PROMPT}{line.rstrip()}", markup=False, highlight=False)
+        return line
+
+    return read
+
+
+async def _loop(state: ChatState, read: Callable[[], Awaitable[str | None]]) -> int:
+    failures = 0
+    while (line := await read()) is not None:
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            result = await run_cancellable(handle_slash(state, text))
+            if result == QUIT:
+                break
+            continue
+        outcome = await run_turn(state, text)
+        if outcome.status == "cancelled":
+            state.ui.line("⏹ turn cancelled; your message is kept in the history.", style="yellow")
+        elif outcome.status == "failed":
+            failures += 1
+            state.ui.line(f"✗ {outcome.error} (your message is kept; try again, or /quit)", style="red")
+        if state.middleware.usage is not None:
+            state.ui.line(state.ui.context_summary(state.middleware.usage))
+    if state.close():
+        state.ui.line(f"Session {state.id} saved. Resume: pydantic-deep chat --resume {state.id}")
+    return EXIT_ERROR if failures and not sys.stdin.isatty() else 0
+
+
+async def chat(options: ChatOptions, console: Console) -> int:
+    resolved = resolve_model(options.model)
+    await asyncio.to_thread(probe, resolved)
+    ui = Ui(console)
+    state = await _open(options, resolved, ui)
+    _banner(state)
+    return await _loop(state, _line_reader(console))
