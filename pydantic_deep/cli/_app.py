@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,6 +26,7 @@ __all__ = ["build_parser", "run"]
 PROG = "pydantic-deep"
 DEFAULT_SESSION_DIR = Path(".pydantic-deep")
 EXIT_INTERRUPTED = 130
+_PIPED_WIDTH = 120
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,29 +107,41 @@ def _one_line(exc: BaseException) -> str:
     return (str(exc).strip() or type(exc).__name__).splitlines()[0]
 
 
-def _quiet_logging(console: Console) -> None:
-    """Library warnings as one dim line each, never a traceback on the screen."""
+@contextlib.contextmanager
+def _quiet_logging(console: Console) -> Iterator[None]:
+    """Library warnings as one dim line each, never a traceback on the screen (restored afterwards: `run` is also
+    called in-process)."""
 
     class _Handler(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             console.print(f"  ({record.getMessage().splitlines()[0]})", style="dim", markup=False, highlight=False)
 
-    for name in ("summarization_pydantic_ai", "pydantic_deep"):
-        logger = logging.getLogger(name)
+    loggers = [logging.getLogger(name) for name in ("summarization_pydantic_ai", "pydantic_deep")]
+    saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    for logger in loggers:
         logger.handlers[:] = [_Handler(logging.WARNING)]
         logger.propagate = False
+    try:
+        yield
+    finally:
+        for logger, (handlers, propagate) in zip(loggers, saved, strict=True):
+            logger.handlers[:] = handlers
+            logger.propagate = propagate
 
 
 def run(argv: list[str]) -> int:
-    console = Console(highlight=False)
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")  # the screen is ours
+    # Piped output (a log, a test) gets 120 columns rather than rich's 80, so tables are not squeezed.
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    console = Console(highlight=False, width=_PIPED_WIDTH if piped else None)
     errors = Console(stderr=True, highlight=False)
     try:
         args: Any = build_parser().parse_args(argv)
         if args.command is None:
             build_parser().print_help()
             return EXIT_USAGE
-        _quiet_logging(console)
-        return asyncio.run(_dispatch(args, console))
+        with _quiet_logging(console):
+            return asyncio.run(_dispatch(args, console))
     except CliError as exc:
         errors.print(f"{PROG}: {exc}", markup=False, soft_wrap=True)
         return exc.status

@@ -117,7 +117,7 @@ async def _loop(state: ChatState, read: Callable[[], Awaitable[str | None]]) -> 
         elif outcome.status == "failed":
             failures += 1
             state.ui.line(f"✗ {outcome.error} (your message is kept; try again, or /quit)", style="red")
-        if state.middleware.usage is not None:
+        if state.measured and state.middleware.usage is not None:
             state.ui.line(state.ui.context_summary(state.middleware.usage))
     if state.close():
         state.ui.line(f"Session {state.id} saved. Resume: pydantic-deep chat --resume {state.id}")

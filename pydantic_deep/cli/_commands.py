@@ -45,10 +45,11 @@ def show_session(session_dir: Path, session_id: str, console: Console, *, full: 
     info = _session(session_dir, session_id)
     messages = _messages(info)
     console.print(
-        f"Session {info.id}: {len(messages)} messages, {info.compactions} compaction(s), {info.messages_path}",
+        f"Session {info.id}: {info.message_count} messages, {info.compactions} compaction(s), {info.messages_path}",
         style="bold",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     for line in render_history(messages, full=full):
         console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -11,6 +11,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
 )
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -22,13 +23,13 @@ from ._ui import format_bytes
 
 __all__ = ["checkpoints_table", "export_json", "export_markdown", "render_history", "role_of", "sessions_table"]
 
-_PROMPT_WIDTH = 50
+_PROMPT_WIDTH = 36
 _PART_CHARS = 1_200
 
 
-def _when(value: Any) -> str:
+def _when(value: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     if isinstance(value, datetime):
-        return value.astimezone().strftime("%Y-%m-%d %H:%M")
+        return value.astimezone().strftime(fmt)
     return str(value or "-")
 
 
@@ -40,19 +41,21 @@ def _clip(text: str | None, width: int = _PROMPT_WIDTH) -> str:
 def sessions_table(sessions: Sequence[SessionInfo], current: str | None = None) -> Table | Text:
     if not sessions:
         return Text("No sessions yet: pydantic-deep chat (or pydantic-deep demo) creates one.")
-    table = Table(title="Sessions", title_justify="left", header_style="bold")
-    for column in ("id", "created", "last active", "messages", "compactions", "size", "first prompt"):
-        table.add_column(column, justify="right" if column in ("messages", "compactions", "size") else "left")
+    table = Table(title="Sessions", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("id", no_wrap=True, min_width=12)
+    table.add_column("last active", no_wrap=True, min_width=11)
+    for column, width in (("msgs", 5), ("compactions", 11), ("size", 8)):
+        table.add_column(column, justify="right", no_wrap=True, min_width=width)
+    table.add_column("first prompt", no_wrap=True, overflow="ellipsis", max_width=_PROMPT_WIDTH)
     for info in sorted(sessions, key=lambda s: s.last_active, reverse=True):
-        marker = " *" if info.id == current else ""
+        marker = "*" if info.id == current else ""
         table.add_row(
             info.id + marker,
-            _when(info.created),
-            _when(info.last_active),
+            _when(info.last_active, "%m-%d %H:%M"),
             f"{info.message_count:,}",
             str(info.compactions),
             format_bytes(info.size_bytes),
-            _clip(info.first_prompt),
+            "(unreadable: " + info.error + ")" if info.error else _clip(info.first_prompt),
         )
     return table
 
@@ -61,7 +64,7 @@ def checkpoints_table(checkpoints: Sequence[Checkpoint]) -> Table:
     table = Table(title="Checkpoints", title_justify="left", header_style="bold")
     for column in ("id", "name", "message", "created", "kind"):
         table.add_column(column)
-    for checkpoint in checkpoints:
+    for checkpoint in sorted(checkpoints, key=lambda c: c.created):
         table.add_row(
             checkpoint.id,
             checkpoint.name or "-",

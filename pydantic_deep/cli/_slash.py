@@ -21,7 +21,7 @@ from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..history_search import HistoryArchiveSearch, QueryError
 from ..sessions import MessageNotFoundError, SessionNotFoundError
 from ._render import checkpoints_table, sessions_table
-from ._state import KEEP_MESSAGES, ChatState
+from ._state import ChatState
 from ._ui import format_bytes, usage_bar
 
 __all__ = ["COMMANDS", "QUIT", "handle_slash"]
@@ -44,7 +44,8 @@ def _headings(state: ChatState) -> list[str]:
     """The sections of the latest summary in the working context (what the summary preserved)."""
     for message in reversed(state.history):
         if is_summary_message(message) and (part := summary_part(message)) is not None:
-            return [line[3:].strip() for line in (part.content or "").splitlines() if line.startswith("## ")]
+            found = [line[3:].strip() for line in (part.content or "").splitlines() if line.startswith("## ")]
+            return list(dict.fromkeys(found))  # an earlier summary nests its own sections
     return []
 
 
@@ -61,12 +62,14 @@ async def _compact(state: ChatState, arg: str) -> None:
         ui.line("Nothing to compact: the history is already as short as the kept messages (nothing was changed).")
         return
     state.history, event = compacted, ui.compactions[-1]
-    kept = event.messages_after - 1
+    state.measured = False
     ui.line(
-        f"Compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens; {event.summarized_messages} "
-        f"messages summarized, {kept} kept verbatim (the last {KEEP_MESSAGES} and the system prompt).",
+        f"Compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens of messages; "
+        f"{event.summarized_messages} messages summarized, {event.messages_after - 1} kept verbatim after the summary.",
         style="bold",
     )
+    if arg.strip():
+        ui.line(f"Focus: {arg.strip()}")
     sections = _headings(state)
     if sections:
         ui.line(f"Preserved in the summary: {', '.join(sections)}.")
@@ -77,11 +80,14 @@ async def _compact(state: ChatState, arg: str) -> None:
     ui.line(f"Every original message stays in {state.messages_path} (/search finds them).", style="dim")
 
 
+_ESTIMATED = " (messages only, estimated: measured with instructions and tools at the next request)"
+
+
 def context_report(state: ChatState) -> list[Text | str]:
     """The lines of `/context`."""
-    usage = state.middleware.usage
+    usage = state.middleware.usage if state.measured else None
     estimated = usage is None
-    if usage is None:  # no request in this process yet (a resumed session): measure the history alone
+    if usage is None:  # no request since the history changed (resumed, compacted): measure the messages alone
         window = state.resolved.max_tokens or resolve_max_tokens(state.resolved.name) or DEFAULT_MAX_TOKENS
         usage = ContextUsage(
             count_tokens_approximately(state.history),
@@ -96,7 +102,10 @@ def context_report(state: ChatState) -> list[Text | str]:
     compactions = state.info().compactions
     return [
         Text("Context  ").append(usage_bar(usage.tokens, usage.max_tokens, usage.threshold)),
-        f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}" + (" (estimate: no request yet)" if estimated else ""),
+        f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}"
+        + (
+            " (messages only, estimated: measured with instructions and tools at the next request)" if estimated else ""
+        ),
         f"Threshold   {usage.threshold:.0%} (compaction at ~{usage.threshold_tokens:,} tokens)",
         f"Messages    {len(state.history)} in the working context",
         f"Compactions {compactions} in this session",

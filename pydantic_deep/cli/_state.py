@@ -50,6 +50,8 @@ class ChatState:
     session_id: str | None = None
     """The session to continue (`None`: a new one)."""
     history: list[ModelMessage] = field(default_factory=list[ModelMessage])
+    measured: bool = False
+    """Whether the middleware's latest measurement is of this history (not before a /compact, /fork, ...)."""
     deps: DeepAgentDeps = field(init=False)
     middleware: ContextManagerMiddleware = field(init=False)
     checkpoints: CheckpointMiddleware = field(init=False)
@@ -96,7 +98,7 @@ class ChatState:
     async def switch(self, session_id: str) -> None:
         """Continue in another session (after `/fork` or `/rewind`): its history, its files, a new agent."""
         history = await self.manager.resume(session_id)
-        self.session_id, self.history, self.new = session_id, history, False
+        self.session_id, self.history, self.new, self.measured = session_id, history, False, False
         self._build()
 
     def last_message_id(self) -> str | None:

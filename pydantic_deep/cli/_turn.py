@@ -91,7 +91,7 @@ async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
         outcome = TurnOutcome("failed", _describe_error(state, exc))
     else:
         if history is not None:
-            state.history = history
+            state.history, state.measured = history, True
             return TurnOutcome("done")
         outcome = TurnOutcome("cancelled")
     finally:
