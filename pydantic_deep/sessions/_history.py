@@ -1,0 +1,77 @@
+"""Reading a session's history file without writing it: the working context, and the history at a message id."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Generator
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+
+from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore
+from summarization_pydantic_ai.store import working_context
+
+__all__ = ["CorruptSessionError", "MessageNotFoundError", "history_at", "read_working", "records_until"]
+
+
+class CorruptSessionError(HistoryStoreError):
+    """A session's history file cannot be read (not a history written by this library, or unreadable)."""
+
+
+class MessageNotFoundError(HistoryStoreError, LookupError):
+    """A message id that the session's history does not hold."""
+
+
+@contextlib.contextmanager
+def reading(path: Path) -> Generator[JsonHistoryStore]:
+    """A read-only view of `path` (this process's writer, if it has one: it sees the latest appends)."""
+    store = JsonHistoryStore.reader(path)
+    # `reader()` returns the shared writer when this process has one, else a fresh view each call: only a
+    # fresh view is ours to close (closing the writer would end the session's run).
+    ours = JsonHistoryStore.reader(path) is not store
+    try:
+        yield store
+    except HistoryStoreError as exc:
+        if isinstance(exc, MessageNotFoundError):
+            raise
+        raise CorruptSessionError(str(exc)) from exc
+    finally:
+        if ours:
+            store.close()
+
+
+def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
+    """Every record of `path` (messages and summaries, in recorded order) up to and including `message_id`
+    (default: all). Sync (file I/O): call it from a worker thread."""
+    if message_id is not None and not isinstance(message_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"a message id must be a string, got {type(message_id).__name__}")
+    if not path.exists():
+        if message_id is None:
+            return []
+        raise MessageNotFoundError(f"no message with id {message_id!r}: {path} does not exist (no history yet)")
+    with reading(path) as store:
+        if message_id is None:
+            return store.load_all_sync()
+        try:
+            return store.read_sync(None, message_id, limit=sys.maxsize).messages
+        except HistoryStoreError:
+            # Opened (a report exists) but the id is not there: a wrong id, not a damaged file.
+            if store.last_report is not None and message_id not in store:
+                raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
+            raise
+
+
+def history_at(path: Path, message_id: str | None) -> list[ModelMessage]:
+    """The history as the agent had it right after `message_id` was recorded: the original messages up to it
+    when no compaction happened before it, else the latest summary before it with what it kept, and what
+    followed up to it. `None`: the working context now (what `resume` returns)."""
+    return working_context(records_until(path, message_id))
+
+
+def read_working(path: Path) -> list[ModelMessage]:
+    """The working context of `path` (`HistoryStore.load()`), `[]` when there is no file yet."""
+    if not path.exists():
+        return []
+    with reading(path) as store:
+        return store.load_sync()
