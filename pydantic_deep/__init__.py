@@ -36,6 +36,7 @@ from .memory import AgentMemoryToolset
 from .patch import INTERRUPTED_RESULT_CONTENT, PATCH_METADATA_KEY, PLACEHOLDER_PROMPT, PatchToolCalls
 from .sessions import (
     CorruptSessionError,
+    ForkPointError,
     MessageNotFoundError,
     SessionExistsError,
     SessionInfo,
@@ -66,6 +67,7 @@ __all__ = [
     "FileCheckpointStore",
     "FileInfo",
     "FilesystemToolset",
+    "ForkPointError",
     "GrepMatch",
     "HistoryArchiveSearch",
     "InvalidCheckpointIdError",

@@ -7,12 +7,19 @@ import sys
 from collections.abc import Generator
 from pathlib import Path
 
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
-from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore
+from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore, get_message_id
 from summarization_pydantic_ai.store import working_context
 
-__all__ = ["CorruptSessionError", "MessageNotFoundError", "history_at", "read_working", "records_until"]
+__all__ = [
+    "CorruptSessionError",
+    "ForkPointError",
+    "MessageNotFoundError",
+    "history_at",
+    "read_working",
+    "records_until",
+]
 
 
 class CorruptSessionError(HistoryStoreError):
@@ -21,6 +28,10 @@ class CorruptSessionError(HistoryStoreError):
 
 class MessageNotFoundError(HistoryStoreError, LookupError):
     """A message id that the session's history does not hold."""
+
+
+class ForkPointError(ValueError):
+    """A point inside a tool exchange: the message holds tool calls whose results come after it."""
 
 
 @contextlib.contextmanager
@@ -54,12 +65,30 @@ def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
         if message_id is None:
             return store.load_all_sync()
         try:
-            return store.read_sync(None, message_id, limit=sys.maxsize).messages
+            records = store.read_sync(None, message_id, limit=sys.maxsize).messages
         except HistoryStoreError:
             # Opened (a report exists) but the id is not there: a wrong id, not a damaged file.
             if store.last_report is not None and message_id not in store:
                 raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
             raise
+        _refuse_split_exchange(records, store, path)
+        return records
+
+
+def _refuse_split_exchange(records: list[ModelMessage], store: JsonHistoryStore, path: Path) -> None:
+    """A history cut right after tool calls would hold calls without results: refuse it, naming the points to
+    use instead (never split a tool call from its return)."""
+    last = records[-1]
+    if not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)):
+        return
+    message_id = get_message_id(last)
+    after = store.read_sync(message_id, None, limit=2).messages[1:] if message_id else []
+    before = get_message_id(records[-2]) if len(records) > 1 else None
+    results = f"{get_message_id(after[0])!r} (with their results)" if after else "a later message"
+    raise ForkPointError(
+        f"message {message_id!r} of {path} holds tool calls whose results come after it; cut at {results} "
+        f"or at {before!r} (before the calls)"
+    )
 
 
 def history_at(path: Path, message_id: str | None) -> list[ModelMessage]:
