@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
-from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore, get_message_id
+from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore, get_message_id, validate_history
 from summarization_pydantic_ai.store import working_context
 
 __all__ = [
@@ -31,7 +31,8 @@ class MessageNotFoundError(HistoryStoreError, LookupError):
 
 
 class ForkPointError(ValueError):
-    """A point inside a tool exchange: the message holds tool calls whose results come after it."""
+    """A point a history cannot be cut at: inside a tool exchange (the message holds tool calls whose results
+    come after it), or before any user turn (only summaries up to it)."""
 
 
 @contextlib.contextmanager
@@ -72,6 +73,11 @@ def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
                 raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
             raise
         _refuse_split_exchange(records, store, path)
+        if any(p.kind == "summary_only" for p in validate_history(working_context(records), for_request=False)):
+            raise ForkPointError(
+                f"message {message_id!r} of {path}: the history up to it holds summaries and no user turn to "
+                "continue from; cut at a later message"
+            )
         return records
 
 
