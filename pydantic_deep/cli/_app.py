@@ -16,8 +16,8 @@ from rich.console import Console
 
 from summarization_pydantic_ai import HistoryStoreError, HistoryStoreLockedError, InvalidSessionIdError
 
-from ..checkpoints import CheckpointNotFoundError
-from ..sessions import SessionNotFoundError
+from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
+from ..sessions import ForkPointError, MessageNotFoundError, SessionExistsError, SessionNotFoundError
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._models import MODEL_OPTIONS
 
@@ -145,7 +145,15 @@ def run(argv: list[str]) -> int:
     except CliError as exc:
         errors.print(f"{PROG}: {exc}", markup=False, soft_wrap=True)
         return exc.status
-    except (InvalidSessionIdError, SessionNotFoundError, CheckpointNotFoundError) as exc:
+    except (
+        InvalidSessionIdError,
+        SessionNotFoundError,
+        SessionExistsError,
+        MessageNotFoundError,
+        ForkPointError,
+        CheckpointNotFoundError,
+        InvalidCheckpointIdError,
+    ) as exc:
         errors.print(f"{PROG}: {_one_line(exc)}", markup=False, soft_wrap=True)
         return EXIT_USAGE
     except HistoryStoreLockedError as exc:

@@ -19,7 +19,7 @@ from summarization_pydantic_ai import (
 
 from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..history_search import HistoryArchiveSearch, QueryError
-from ..sessions import MessageNotFoundError, SessionNotFoundError
+from ..sessions import ForkPointError, MessageNotFoundError, SessionNotFoundError
 from ._render import checkpoints_table, sessions_table
 from ._state import ChatState
 from ._ui import format_bytes, usage_bar
@@ -157,7 +157,7 @@ async def _fork(state: ChatState, arg: str) -> None:
     old = state.id
     try:
         info = await state.manager.fork(old, at_message_id=arg.strip() or None)
-    except (SessionNotFoundError, MessageNotFoundError, InvalidSessionIdError) as exc:
+    except (SessionNotFoundError, MessageNotFoundError, ForkPointError, InvalidSessionIdError) as exc:
         state.ui.line(f"Cannot fork: {exc}")
         return
     await state.switch(info.id)
@@ -189,7 +189,7 @@ async def _rewind(state: ChatState, arg: str) -> None:
     old = state.id
     try:  # a fork at the checkpoint's message: the original session keeps what came after
         info = await state.manager.rewind(old, arg.strip())
-    except (CheckpointNotFoundError, InvalidCheckpointIdError, MessageNotFoundError) as exc:
+    except (CheckpointNotFoundError, InvalidCheckpointIdError, MessageNotFoundError, ForkPointError) as exc:
         state.ui.line(f"Cannot rewind: {exc}")
         return
     await state.switch(info.id)
