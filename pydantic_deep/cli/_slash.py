@@ -172,7 +172,7 @@ async def _checkpoint(state: ChatState, arg: str) -> None:
     checkpoint = await state.checkpoints.checkpoint(state.history, arg.strip() or None)
     state.ui.line(
         f"Checkpoint {checkpoint.id} ({checkpoint.name}) at message {checkpoint.message_count}; "
-        f"/rewind {checkpoint.id} returns here."
+        f"/rewind {checkpoint.id} continues from here (in a new session)."
     )
 
 

@@ -62,6 +62,10 @@ def format_bytes(size: int | None) -> str:
     return f"{size / 1024**2:,.1f} MB"
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def _short(value: Any, width: int = _ARGS_WIDTH) -> str:
     text = " ".join(str(value).split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -138,7 +142,7 @@ class Ui:
             self.line(f"  ✎ memory: {_short(content)}", style="magenta")
             return
         tokens = estimate_text_tokens(content)
-        self.line(f"  ← {part.tool_name}: {lines:,} lines, ~{tokens:,} tokens", style="dim")
+        self.line(f"  ← {part.tool_name}: {_plural(lines, 'line')}, ~{tokens:,} tokens", style="dim")
 
     # -- context events (ContextManagerMiddleware and EvictionProcessor `event_callback`) ---------------------------
 
@@ -149,10 +153,10 @@ class Ui:
         elif isinstance(event, CompactionCompleted):
             self.compactions.append(event)
             how = "deterministic summary" if event.summarizer == "deterministic" else f"summary by {event.summarizer}"
+            # tokens_before measured the whole request; the next usage line measures the compacted one
             self.line(
-                f"  ⟳ compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens, "
-                f"{event.messages_before} → {event.messages_after} messages ({event.summarized_messages} "
-                f"summarized, {how})",
+                f"  ⟳ compacted: {event.messages_before} → {event.messages_after} messages "
+                f"({event.summarized_messages} summarized, {how}; ~{event.tokens_before:,} tokens before)",
                 style="yellow",
             )
         elif isinstance(event, SummarizerFallback):
@@ -175,7 +179,11 @@ class Ui:
             self.last_usage = event
             if self.show_usage:
                 bar = usage_bar(event.tokens, event.max_tokens, self.threshold)
-                self.line(Text("  context ").append(bar).append(f"  {event.tokens:,} tokens, {event.messages} msgs"))
+                self.line(
+                    Text("  context ")
+                    .append(bar)
+                    .append(f"  ~{event.tokens:,} tokens, {_plural(event.messages, 'message')}")
+                )
 
     def context_summary(self, usage: ContextUsage) -> Text:
         """One line after a turn: the usage bar, tokens and where compaction starts."""
