@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -108,7 +108,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _quiet_logging(console: Console) -> Iterator[None]:
+def _quiet_logging(console: Console) -> Generator[None]:
     """Library warnings as one dim line each, never a traceback on the screen (restored afterwards: `run` is also
     called in-process)."""
 

@@ -167,3 +167,40 @@ def test_ctrl_c_cancels_the_turn_and_keeps_the_message(project: Path, monkeypatc
         if getattr(part, "part_kind", "") == "user-prompt"
     ]
     assert prompts == ["slow", "hello after"]
+
+
+async def test_a_model_error_is_one_line_and_keeps_the_message(tmp_path: Path) -> None:
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo
+    from rich.console import Console
+
+    from pydantic_deep.cli._models import ResolvedModel
+    from pydantic_deep.cli._scripted import scripted_model
+    from pydantic_deep.cli._state import ChatState
+    from pydantic_deep.cli._turn import run_turn
+    from pydantic_deep.cli._ui import Ui
+
+    calls: list[int] = []
+
+    def flaky(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ModelHTTPError(429, "openai:gpt-4.1", {"error": "rate limited"})
+        return ModelResponse(parts=[TextPart("back")])
+
+    resolved = ResolvedModel("openai:gpt-4.1", scripted_model(flaky, "flaky"), None, 16_000)
+    console = Console(file=io.StringIO(), width=120)
+    state = ChatState(SessionManager(tmp_path / "sessions"), resolved, tmp_path, Ui(console))
+    outcome = await run_turn(state, "first try")
+    assert outcome.status == "failed" and outcome.error is not None
+    assert "openai:gpt-4.1" in outcome.error and "429" in outcome.error and "\n" not in outcome.error
+    assert [m.parts[0].content for m in state.history] == ["first try"]  # type: ignore[union-attr]
+    assert (await run_turn(state, "second try")).status == "done"
+    prompts = [
+        p.content
+        for m in JsonHistoryStore.reader(state.messages_path).load_all_sync()
+        for p in m.parts
+        if p.part_kind == "user-prompt"
+    ]
+    assert prompts == ["first try", "second try"]
