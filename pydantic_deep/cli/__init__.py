@@ -5,21 +5,24 @@ Needs the `cli` extra (`pip install "summarization-pydantic-ai[cli]"`: rich and 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 __all__ = ["main"]
 
+_EXTRA = ("rich", "prompt_toolkit")
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run `pydantic-deep` with `argv` (default: `sys.argv[1:]`); returns the exit status."""
-    try:
-        from ._app import run
-    except ImportError as exc:  # the cli extra is missing: say how to get it, not a traceback
-        missing = exc.name or str(exc)
+    missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
+    if missing:  # the cli extra is not installed: say how to get it, not a traceback
         print(
-            f"pydantic-deep: {missing} is not installed; install the cli extra: "
+            f"pydantic-deep: {' and '.join(missing)} not installed; install the cli extra: "
             'pip install "summarization-pydantic-ai[cli]"',
             file=sys.stderr,
         )
         return 2
+    from ._app import run
+
     return run(sys.argv[1:] if argv is None else argv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -24,17 +25,13 @@ __all__ = ["ChatOptions", "chat"]
 PROMPT = "› "
 
 
+@dataclass(frozen=True)
 class ChatOptions:
-    def __init__(
-        self,
-        model: str | None,
-        resume: str | None,
-        fork: bool,
-        session_dir: Path,
-        workdir: Path,
-    ) -> None:
-        self.model, self.resume, self.fork = model, resume, fork
-        self.session_dir, self.workdir = session_dir, workdir
+    model: str | None
+    resume: str | None
+    fork: bool
+    session_dir: Path
+    workdir: Path
 
 
 def _check_workdir(workdir: Path) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,6 @@ class _Script:
 
     turn: int = 0
     step: int = 0
-    calls: list[str] = field(default_factory=list[str])
 
     def plan(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         steps = PROMPTS[self.turn][1]
@@ -168,7 +167,6 @@ class _Script:
             return ModelResponse(parts=[TextPart(item)])
         if callable(item):
             return ModelResponse(parts=[TextPart(item(messages))])
-        self.calls.append(item[0])
         return ModelResponse(parts=[ToolCallPart(item[0], item[1])])
 
     def next_turn(self) -> None:

@@ -144,3 +144,17 @@ def test_sessions_written_without_the_cli_are_listed_and_resumed(
     assert chat.status == 0 and "resumed, 2 messages" in chat.out and "You said: and now?" in chat.out
     shown = run_cli(["show", "libsession"], capsys, monkeypatch)
     assert "hi from the library" in shown.out and "and now?" in shown.out
+
+
+def test_without_the_cli_extra_the_command_says_how_to_get_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a))
+    result = run_cli(["sessions"], capsys, monkeypatch)
+    assert result.status == 2
+    assert _one_line(result.err) == (
+        'pydantic-deep: rich not installed; install the cli extra: pip install "summarization-pydantic-ai[cli]"'
+    )
