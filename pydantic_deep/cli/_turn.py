@@ -37,10 +37,11 @@ def _has_prompt(messages: Sequence[ModelMessage], prompt: str) -> bool:
 
 
 def keep_cancelled_turn(before: list[ModelMessage], run: list[ModelMessage], prompt: str) -> list[ModelMessage]:
-    """The history after a cancelled turn: what the run committed (its unanswered tool calls are repaired by
-    `PatchToolCalls` at the next run), and at least the user's message."""
-    history = list(run) if len(run) > len(before) else list(before)
-    if not _has_prompt(history[len(before) :], prompt):
+    """The history after a cancelled or failed turn: what the run committed (possibly compacted; its unanswered
+    tool calls are repaired by `PatchToolCalls` at the next run), and at least the user's message."""
+    history = list(run) if run else list(before)
+    known = {id(m) for m in before}
+    if not _has_prompt([m for m in history if id(m) not in known], prompt):
         history.append(ModelRequest(parts=[UserPromptPart(prompt)]))
     return history
 
@@ -98,7 +99,10 @@ async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
         state.ui.idle()
         state.ui.end_line()
     state.history = keep_cancelled_turn(before, runs[0].all_messages() if runs else [], prompt)
-    await _record(state, state.history)
+    try:
+        await _record(state, state.history)
+    except HistoryStoreError as exc:  # e.g. the file is locked by another chat: the history stays in memory
+        return TurnOutcome(outcome.status, f"{outcome.error or 'cancelled'}; not saved: {exc}".splitlines()[0])
     return outcome
 
 
