@@ -204,3 +204,30 @@ async def test_a_model_error_is_one_line_and_keeps_the_message(tmp_path: Path) -
         if p.part_kind == "user-prompt"
     ]
     assert prompts == ["first try", "second try"]
+
+
+async def test_compact_says_so_when_the_summary_model_fails(tmp_path: Path) -> None:
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from rich.console import Console
+
+    from pydantic_deep.cli._models import ResolvedModel
+    from pydantic_deep.cli._scripted import offline_model
+    from pydantic_deep.cli._slash import handle_slash
+    from pydantic_deep.cli._state import ChatState
+    from pydantic_deep.cli._turn import run_turn
+    from pydantic_deep.cli._ui import Ui
+
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise RuntimeError("summary model down")
+
+    screen = io.StringIO()
+    resolved = ResolvedModel("test", offline_model(), FunctionModel(broken), 16_000)
+    state = ChatState(SessionManager(tmp_path / "sessions"), resolved, tmp_path, Ui(Console(file=screen, width=200)))
+    for prompt in ("one", "two", "three", "four"):
+        assert (await run_turn(state, prompt)).status == "done"
+    await handle_slash(state, "/compact")
+    out = screen.getvalue()
+    assert "the summary model failed" in out
+    assert "this summary is a deterministic extract (trimmed), not an LLM summary" in out
+    assert re.search(r"Compacted: ~[\d,]+ → ~[\d,]+ tokens of messages", out)
