@@ -10,13 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from summarization_pydantic_ai import validate_session_id
-
-from ..sessions import SessionManager, SessionNotFoundError
+from ..sessions import SessionManager
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._models import ResolvedModel, probe, resolve_model
 from ._slash import QUIT, handle_slash
-from ._state import ChatState, check_session_file
+from ._state import ChatState, existing_session
 from ._turn import run_cancellable, run_turn
 from ._ui import Ui
 
@@ -48,17 +46,11 @@ async def _open(options: ChatOptions, resolved: ResolvedModel, ui: Ui) -> ChatSt
         if options.fork:
             raise CliError("--fork needs --resume ID (the session to fork)", EXIT_USAGE)
         return ChatState(manager, resolved, workdir, ui)
-    session_id = validate_session_id(options.resume)
-    try:
-        info = manager.get(session_id)
-    except SessionNotFoundError:
-        raise CliError(
-            f"no session {session_id!r} in {options.session_dir}; pydantic-deep sessions lists them"
-        ) from None
-    check_session_file(info)
+    info = existing_session(manager, options.resume)
     if options.fork:
-        info = await manager.fork(session_id)
-        ui.line(f"Forked {session_id} → {info.id} ({info.message_count} messages).")
+        source = info.id
+        info = await manager.fork(source)
+        ui.line(f"Forked {source} → {info.id} ({info.message_count} messages).")
     return await ChatState.resume(manager, resolved, workdir, ui, info.id)
 
 

@@ -8,25 +8,19 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage
 from rich.console import Console
 
-from summarization_pydantic_ai import JsonHistoryStore, validate_session_id
+from summarization_pydantic_ai import JsonHistoryStore
 
 from ..history_search import HistoryArchiveSearch, QueryError
-from ..sessions import SessionInfo, SessionManager, SessionNotFoundError
+from ..sessions import SessionInfo, SessionManager
 from ._errors import EXIT_USAGE, CliError
 from ._render import export_json, export_markdown, render_history, sessions_table
-from ._state import check_session_file
+from ._state import existing_session
 
 __all__ = ["export_session", "list_sessions", "search_session", "show_session"]
 
 
 def _session(session_dir: Path, session_id: str) -> SessionInfo:
-    session_id = validate_session_id(session_id)
-    try:
-        info = SessionManager(base_dir=session_dir).get(session_id)
-    except SessionNotFoundError:
-        raise CliError(f"no session {session_id!r} in {session_dir}; pydantic-deep sessions lists them") from None
-    check_session_file(info)
-    return info
+    return existing_session(SessionManager(base_dir=session_dir), session_id)
 
 
 def _messages(info: SessionInfo) -> list[ModelMessage]:

@@ -169,7 +169,11 @@ async def _checkpoint(state: ChatState, arg: str) -> None:
     if not state.history:
         state.ui.line("Nothing to checkpoint yet.")
         return
-    checkpoint = await state.checkpoints.checkpoint(state.history, arg.strip() or None)
+    try:
+        checkpoint = await state.checkpoints.checkpoint(state.history, arg.strip() or None)
+    except ForkPointError as exc:  # e.g. the last turn was cancelled while tools ran
+        state.ui.line(f"Cannot checkpoint here: {exc}")
+        return
     state.ui.line(
         f"Checkpoint {checkpoint.id} ({checkpoint.name}) at message {checkpoint.message_count}; "
         f"/rewind {checkpoint.id} continues from here (in a new session)."

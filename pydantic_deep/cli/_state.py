@@ -13,32 +13,40 @@ from typing import Any
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 
-from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore, get_message_id
+from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore, get_message_id, validate_session_id
 
 from ..checkpoints import CheckpointMiddleware, FileCheckpointStore
 from ..deps import DeepAgentDeps
 from ..eviction import EvictionProcessor
-from ..sessions import SessionInfo, SessionManager
+from ..sessions import SessionInfo, SessionManager, SessionNotFoundError
 from ._errors import CliError
 from ._models import ResolvedModel
 from ._ui import Ui
 
-__all__ = ["KEEP_MESSAGES", "ChatState", "check_session_file"]
+__all__ = ["KEEP_MESSAGES", "ChatState", "existing_session"]
 
 KEEP_MESSAGES = 4
 """Messages a compaction keeps verbatim after the summary (the latest exchanges)."""
 _EVICTION_LIMIT = 20_000
 
 
-def check_session_file(info: SessionInfo) -> None:
-    """Refuse a damaged history file before anything opens it for writing (opening would repair it)."""
+def existing_session(manager: SessionManager, session_id: str) -> SessionInfo:
+    """The session `session_id`, or a one-line `CliError`: a bad id, no such session, or a damaged history file
+    (refused before anything opens it for writing, which would repair it)."""
+    session_id = validate_session_id(session_id)
+    try:
+        info = manager.get(session_id)
+    except SessionNotFoundError:
+        raise CliError(
+            f"no session {session_id!r} in {manager.sessions_dir}; pydantic-deep sessions lists them"
+        ) from None
     if info.error:
         raise CliError(f"session {info.id!r} cannot be read, nothing was changed: {info.error}")
-    if not info.messages_path.is_file():
-        return  # created, never run: an empty history
-    report = JsonHistoryStore.reader(info.messages_path).verify()
-    if not report.ok:
-        raise CliError(f"session {info.id!r} is damaged, nothing was changed: {report.describe()}")
+    if info.messages_path.is_file():  # else created, never run: an empty history
+        report = JsonHistoryStore.reader(info.messages_path).verify()
+        if not report.ok:
+            raise CliError(f"session {info.id!r} is damaged, nothing was changed: {report.describe()}")
+    return info
 
 
 @dataclass
@@ -52,6 +60,8 @@ class ChatState:
     history: list[ModelMessage] = field(default_factory=list[ModelMessage])
     measured: bool = False
     """Whether the middleware's latest measurement is of this history (not before a /compact, /fork, ...)."""
+    new: bool = field(init=False, default=False)
+    """A session this chat created (removed again if it is left without a message)."""
     deps: DeepAgentDeps = field(init=False)
     middleware: ContextManagerMiddleware = field(init=False)
     checkpoints: CheckpointMiddleware = field(init=False)
