@@ -34,12 +34,6 @@ StoreSource = FileCheckpointStore | Callable[[RunContext[Any]], FileCheckpointSt
 Every = Literal["turn", "tool_call", "off"]
 
 
-def _default_store(ctx: RunContext[Any]) -> FileCheckpointStore | None:
-    """The run's session directory (`DeepAgentDeps.session_dir`), or none when the deps keep nothing on disk."""
-    session_dir = getattr(ctx.deps, "session_dir", None)
-    return FileCheckpointStore(session_dir) if isinstance(session_dir, Path) else None
-
-
 def _after_tools(messages: Sequence[ModelMessage]) -> bool:
     """The history ends with the results of a round of tool calls (a consistent point to come back to)."""
     last = messages[-1] if messages else None
@@ -76,6 +70,8 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     every: Every = "turn"
     keep: int = 50
     """Automatic checkpoints kept per session (the oldest are pruned)."""
+    fsync: bool = False
+    """For the default store: flush `checkpoints.json` to disk before the rename (see `FileCheckpointStore`)."""
     _last_store: FileCheckpointStore | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -135,7 +131,10 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     def _store_for(self, ctx: RunContext[Any]) -> FileCheckpointStore | None:
         if isinstance(self.store, FileCheckpointStore):
             return self.store
-        return (self.store or _default_store)(ctx)
+        if self.store is not None:
+            return self.store(ctx)
+        session_dir = getattr(ctx.deps, "session_dir", None)  # DeepAgentDeps; None when nothing is kept on disk
+        return FileCheckpointStore(session_dir, fsync=self.fsync) if isinstance(session_dir, Path) else None
 
     def _require_store(self) -> FileCheckpointStore:
         store = self.checkpoint_store

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,33 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoints(tmp_path: Path, monke
     assert store.path.read_bytes() == before
     assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1"]
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["checkpoints.json"], "no temporary file left"
+
+
+def test_a_crash_between_the_renames_keeps_the_previous_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileCheckpointStore(tmp_path / "s")
+    store.save(checkpoint(1))
+    store.save(checkpoint(2))
+    real_rename = os.rename
+    calls: list[str] = []
+
+    def crash_on_second(src: Any, dst: Any) -> None:
+        calls.append(str(dst))
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")  # the current file is the backup now; the new one never lands
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", crash_on_second)
+    with pytest.raises(CheckpointError, match="previous checkpoints are intact"):
+        store.save(checkpoint(3))
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert not store.path.exists()
+    assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1", "cp2"]
+    store.save(checkpoint(4))
+    assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1", "cp2", "cp4"]
+    store.path.write_text("{torn")  # a damaged file (power loss without fsync): the previous version is read
+    assert [c.id for c in store.list()] == ["cp1", "cp2"]
 
 
 async def test_a_damaged_checkpoints_file_is_reported_and_never_overwritten(
