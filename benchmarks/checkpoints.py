@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,6 +52,8 @@ class CaseResult:
 class CheckpointResults:
     cases: list[CaseResult]
     iterations: int
+    load: str = field(default_factory=lambda: f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    """The machine's load when the run ended: the p90s and the worker-thread hop of `checkpoint()` follow it."""
 
     @property
     def target(self) -> CaseResult:
@@ -152,7 +155,8 @@ def markdown_lines(r: CheckpointResults) -> list[str]:
         f"{r.iterations} timed saves and prunes per row; `rewind()`: median of {REWINDS}, to the last message of "
         "a history never compacted, so every message is read back from messages.json (linear in the history; "
         "after a compaction only the working context is read). With `fsync=True` each write waits for the disk "
-        "(as `ContextManagerMiddleware(fsync=True)` does for the history): that row measures the disk.",
+        "(as `ContextManagerMiddleware(fsync=True)` does for the history): that row measures the disk. Load "
+        f"average (1 min) at the end: {r.load}.",
         "",
     ]
     return lines
