@@ -16,8 +16,8 @@ from summarization_pydantic_ai import (
     is_summary_message,
     summary_info,
     validate_history,
+    working_context,
 )
-from summarization_pydantic_ai.store import working_context
 
 __all__ = [
     "CorruptSessionError",
