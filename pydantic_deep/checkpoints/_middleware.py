@@ -16,6 +16,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     RetryPromptPart,  # pyright: ignore[reportDeprecated]
     ToolReturnPart,
 )
@@ -148,8 +149,9 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     async def _auto(self, ctx: RunContext[Any], messages: Sequence[ModelMessage]) -> None:
         """An automatic checkpoint; a failure to write it is logged, never fails the run."""
         store = self._store_for(ctx)
-        if store is None or not messages:
-            return
+        last = messages[-1] if messages else None
+        if store is None or last is None or (isinstance(last, ModelResponse) and last.tool_calls):
+            return  # nothing to point at, or a run that ended waiting for tool results (deferred calls)
         try:
             await self._take(store, messages, None, auto=True)
         except CheckpointError as exc:
