@@ -24,7 +24,7 @@ from pydantic_ai.models import ModelRequestContext
 
 from summarization_pydantic_ai import ensure_message_id
 
-from ..sessions._history import history_at
+from ..sessions._history import ForkPointError, history_at
 from ._store import Checkpoint, CheckpointError, FileCheckpointStore, validate_checkpoint_id
 
 __all__ = ["CheckpointMiddleware"]
@@ -42,6 +42,10 @@ def _after_tools(messages: Sequence[ModelMessage]) -> bool:
         isinstance(p, ToolReturnPart) or (isinstance(p, RetryPromptPart) and p.tool_name is not None)  # pyright: ignore[reportDeprecated]
         for p in last.parts
     )
+
+
+def _awaits_results(messages: Sequence[ModelMessage]) -> bool:
+    return bool(messages) and isinstance(messages[-1], ModelResponse) and bool(messages[-1].tool_calls)
 
 
 @dataclass
@@ -90,7 +94,11 @@ class CheckpointMiddleware(AbstractCapability[Any]):
 
     async def checkpoint(self, messages: Sequence[ModelMessage], name: str | None = None) -> Checkpoint:
         """Save a checkpoint of `messages` (a run's history: `result.all_messages()`) now, named or not.
-        The last message gets an id if it has none; it must be recorded in the session's history to rewind."""
+        The last message gets an id if it has none; it must be recorded in the session's history to rewind.
+        A history that ends with tool calls waiting for their results is refused (`ForkPointError`): it is no
+        point to come back to."""
+        if _awaits_results(messages):
+            raise ForkPointError("the history ends with tool calls waiting for their results; checkpoint after them")
         return await self._take(self._require_store(), messages, name, auto=False)
 
     async def rewind(self, checkpoint_id: str) -> list[ModelMessage]:
@@ -149,8 +157,7 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     async def _auto(self, ctx: RunContext[Any], messages: Sequence[ModelMessage]) -> None:
         """An automatic checkpoint; a failure to write it is logged, never fails the run."""
         store = self._store_for(ctx)
-        last = messages[-1] if messages else None
-        if store is None or last is None or (isinstance(last, ModelResponse) and last.tool_calls):
+        if store is None or not messages or _awaits_results(messages):
             return  # nothing to point at, or a run that ended waiting for tool results (deferred calls)
         try:
             await self._take(store, messages, None, auto=True)

@@ -28,6 +28,7 @@ from pydantic_deep import (
     CheckpointNotFoundError,
     DeepAgentDeps,
     FileCheckpointStore,
+    ForkPointError,
     InvalidCheckpointIdError,
     SessionManager,
     create_deep_agent,
@@ -113,6 +114,10 @@ async def test_named_checkpoints_and_every_off(tmp_path: Path) -> None:
     assert named.name == "before refactor" and not named.auto
     assert FileCheckpointStore(session_dir).get(named.id) == named
     assert ids(await checkpoints.rewind(named.id)) == ids(result.all_messages())
+    waiting = result.all_messages()[:2]  # ends with the response whose tool calls are not answered yet
+    with pytest.raises(ForkPointError, match="waiting for their results"):
+        await checkpoints.checkpoint(waiting, name="mid-call")
+    assert [c.name for c in FileCheckpointStore(session_dir).list()] == ["before refactor"]
 
 
 async def test_automatic_checkpoints_are_pruned_named_ones_kept(tmp_path: Path) -> None:
