@@ -73,6 +73,7 @@ from .store import (
     new_message_id,
     read_records,
     validate_session_id,
+    working_context,
 )
 from .summarize import (
     DEFAULT_SUMMARY_PROMPT,
@@ -158,6 +159,7 @@ __all__ = [
     "truncate_text",
     "validate_history",
     "validate_session_id",
+    "working_context",
 ]
 
 __version__ = "0.1.0"

@@ -16,6 +16,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
+    ModelResponse,
     RetryPromptPart,  # pyright: ignore[reportDeprecated]
     ToolReturnPart,
 )
@@ -23,7 +24,7 @@ from pydantic_ai.models import ModelRequestContext
 
 from summarization_pydantic_ai import ensure_message_id
 
-from ..sessions._history import history_at
+from ..sessions._history import ForkPointError, history_at
 from ._store import Checkpoint, CheckpointError, FileCheckpointStore, validate_checkpoint_id
 
 __all__ = ["CheckpointMiddleware"]
@@ -34,12 +35,6 @@ StoreSource = FileCheckpointStore | Callable[[RunContext[Any]], FileCheckpointSt
 Every = Literal["turn", "tool_call", "off"]
 
 
-def _default_store(ctx: RunContext[Any]) -> FileCheckpointStore | None:
-    """The run's session directory (`DeepAgentDeps.session_dir`), or none when the deps keep nothing on disk."""
-    session_dir = getattr(ctx.deps, "session_dir", None)
-    return FileCheckpointStore(session_dir) if isinstance(session_dir, Path) else None
-
-
 def _after_tools(messages: Sequence[ModelMessage]) -> bool:
     """The history ends with the results of a round of tool calls (a consistent point to come back to)."""
     last = messages[-1] if messages else None
@@ -47,6 +42,10 @@ def _after_tools(messages: Sequence[ModelMessage]) -> bool:
         isinstance(p, ToolReturnPart) or (isinstance(p, RetryPromptPart) and p.tool_name is not None)  # pyright: ignore[reportDeprecated]
         for p in last.parts
     )
+
+
+def _awaits_results(messages: Sequence[ModelMessage]) -> bool:
+    return bool(messages) and isinstance(messages[-1], ModelResponse) and bool(messages[-1].tool_calls)
 
 
 @dataclass
@@ -76,6 +75,8 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     every: Every = "turn"
     keep: int = 50
     """Automatic checkpoints kept per session (the oldest are pruned)."""
+    fsync: bool = False
+    """For the default store: flush `checkpoints.json` to disk before the rename (see `FileCheckpointStore`)."""
     _last_store: FileCheckpointStore | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -93,7 +94,11 @@ class CheckpointMiddleware(AbstractCapability[Any]):
 
     async def checkpoint(self, messages: Sequence[ModelMessage], name: str | None = None) -> Checkpoint:
         """Save a checkpoint of `messages` (a run's history: `result.all_messages()`) now, named or not.
-        The last message gets an id if it has none; it must be recorded in the session's history to rewind."""
+        The last message gets an id if it has none; it must be recorded in the session's history to rewind.
+        A history that ends with tool calls waiting for their results is refused (`ForkPointError`): it is no
+        point to come back to."""
+        if _awaits_results(messages):
+            raise ForkPointError("the history ends with tool calls waiting for their results; checkpoint after them")
         return await self._take(self._require_store(), messages, name, auto=False)
 
     async def rewind(self, checkpoint_id: str) -> list[ModelMessage]:
@@ -135,7 +140,10 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     def _store_for(self, ctx: RunContext[Any]) -> FileCheckpointStore | None:
         if isinstance(self.store, FileCheckpointStore):
             return self.store
-        return (self.store or _default_store)(ctx)
+        if self.store is not None:
+            return self.store(ctx)
+        session_dir = getattr(ctx.deps, "session_dir", None)  # DeepAgentDeps; None when nothing is kept on disk
+        return FileCheckpointStore(session_dir, fsync=self.fsync) if isinstance(session_dir, Path) else None
 
     def _require_store(self) -> FileCheckpointStore:
         store = self.checkpoint_store
@@ -149,8 +157,8 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     async def _auto(self, ctx: RunContext[Any], messages: Sequence[ModelMessage]) -> None:
         """An automatic checkpoint; a failure to write it is logged, never fails the run."""
         store = self._store_for(ctx)
-        if store is None or not messages:
-            return
+        if store is None or not messages or _awaits_results(messages):
+            return  # nothing to point at, or a run that ended waiting for tool results (deferred calls)
         try:
             await self._take(store, messages, None, auto=True)
         except CheckpointError as exc:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +23,8 @@ __all__ = [
     "InvalidCheckpointIdError",
     "validate_checkpoint_id",
 ]
+
+logger = logging.getLogger("pydantic_deep.checkpoints")
 
 CHECKPOINTS_FILE = "checkpoints.json"
 _FORMAT = 1
@@ -75,7 +78,15 @@ class Checkpoint:
     """Taken by `CheckpointMiddleware` (per turn or per tool call), not asked for by name."""
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "created": self.created.isoformat()}
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "name": self.name,
+            "message_id": self.message_id,
+            "message_count": self.message_count,
+            "created": self.created.isoformat(),
+            "auto": self.auto,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Checkpoint:
@@ -95,9 +106,11 @@ class FileCheckpointStore:
 
     Each checkpoint is a pointer (a message id) into the session's history, so saving and pruning cost the same
     on a 10-message and a 10,000-message session: the file holds only the checkpoints (a few hundred bytes
-    each). Every change rewrites it atomically (a temporary file, fsync, rename): a crash leaves the previous
-    checkpoints or the new ones, never a torn file. One writer per session (the history store's lock already
-    keeps a second process from running the same session); within a process, changes are serialized.
+    each). Every change rewrites it atomically: the new version is written to a temporary file (flushed to disk
+    first with `fsync=True`), the current one is kept as `checkpoints.json.bak`, and the new one renamed into
+    place. A crash leaves the previous checkpoints or the new ones, never a torn file. One writer per session
+    (the history store's lock already keeps a second process from running the same session); within a process,
+    changes are serialized.
 
     Example:
         ```python
@@ -107,9 +120,14 @@ class FileCheckpointStore:
         ```
     """
 
-    def __init__(self, session_dir: str | Path) -> None:
+    def __init__(self, session_dir: str | Path, *, fsync: bool = False) -> None:
         self.session_dir = Path(session_dir)
+        self.fsync = fsync
+        """fsync the new file before the rename (survives power loss, not just a killed process; costs one disk
+        flush, several ms on many disks). Off by default, as for the history store it points into."""
         self.path = self.session_dir / CHECKPOINTS_FILE
+        self.backup = self.session_dir / (CHECKPOINTS_FILE + ".bak")
+        """The previous version of the file (read when a crash left `path` missing or damaged)."""
         self._lock = _lock_for(self.path)
 
     @property
@@ -160,39 +178,65 @@ class FileCheckpointStore:
     # -- file ----------------------------------------------------------------------------------------------------
 
     def _read(self) -> list[Checkpoint]:
+        """The checkpoints file, or the previous version kept beside it when a crash interrupted a rewrite
+        (the file missing) or left it damaged."""
         try:
-            raw = self.path.read_bytes()
+            return _parse(self.path)
+        except FileNotFoundError:
+            pass
+        except CheckpointError as exc:
+            if not self.backup.exists():
+                raise
+            logger.warning("%s; reading the previous version, %s", exc, self.backup.name)
+        try:
+            return _parse(self.backup)
         except FileNotFoundError:
             return []
-        except OSError as exc:
-            raise CheckpointError(f"cannot read {self.path}: {exc}") from exc
-        try:
-            data = json.loads(raw)
-            items = cast(list[dict[str, Any]], data["checkpoints"])
-            return [Checkpoint.from_json(item) for item in items]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CheckpointError(
-                f"{self.path} is damaged ({type(exc).__name__}: {str(exc)[:200]}); move it away to start over"
-            ) from exc
 
     def _write(self, checkpoints: list[Checkpoint]) -> None:
         data = {"format": _FORMAT, "checkpoints": [c.to_json() for c in checkpoints]}
         try:
             self.session_dir.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.path, json.dumps(data, indent=1).encode())
+            write_keeping_previous(self.path, self.backup, json.dumps(data, indent=1).encode(), fsync=self.fsync)
         except OSError as exc:
             raise CheckpointError(f"cannot write {self.path}: {exc}; the previous checkpoints are intact") from exc
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` by `data`: a temporary file beside it, fsync, rename (a crash leaves old or new)."""
+def _parse(path: Path) -> list[Checkpoint]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path}: {exc}") from exc
+    try:
+        items = cast(list[dict[str, Any]], json.loads(raw)["checkpoints"])
+        return [Checkpoint.from_json(item) for item in items]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(
+            f"{path} is damaged ({type(exc).__name__}: {str(exc)[:200]}); move it away to start over"
+        ) from exc
+
+
+def write_keeping_previous(path: Path, backup: Path, data: bytes, *, fsync: bool) -> None:
+    """Replace `path` by `data` so that a crash at any point leaves a complete file: the new contents go to a
+    temporary file (fsync'ed if asked), the current file becomes `backup`, the temporary file becomes `path`.
+
+    Each rename targets a free name: replacing an existing file in one rename makes ext4 flush the new file
+    (`auto_da_alloc`), several ms per save on many disks; this way a save costs no disk wait unless `fsync`.
+    """
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             _write(handle, data)
             handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
+            if fsync:
+                os.fsync(handle.fileno())
+        if path.exists():  # after an interrupted rewrite it may not: the backup is then the only copy, kept
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(backup)
+            os.rename(path, backup)
+        os.rename(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)

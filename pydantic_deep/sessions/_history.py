@@ -9,8 +9,15 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
-from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore, get_message_id, validate_history
-from summarization_pydantic_ai.store import working_context
+from summarization_pydantic_ai import (
+    HistoryStoreError,
+    JsonHistoryStore,
+    get_message_id,
+    is_summary_message,
+    summary_info,
+    validate_history,
+    working_context,
+)
 
 __all__ = [
     "CorruptSessionError",
@@ -53,55 +60,90 @@ def reading(path: Path) -> Generator[JsonHistoryStore]:
             store.close()
 
 
-def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
-    """Every record of `path` (messages and summaries, in recorded order) up to and including `message_id`
-    (default: all). Sync (file I/O): call it from a worker thread."""
-    if message_id is not None and not isinstance(message_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+def _check_id(path: Path, message_id: str) -> None:
+    if not isinstance(message_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(f"a message id must be a string, got {type(message_id).__name__}")
     if not path.exists():
-        if message_id is None:
-            return []
         raise MessageNotFoundError(f"no message with id {message_id!r}: {path} does not exist (no history yet)")
-    with reading(path) as store:
-        if message_id is None:
+
+
+def _read_until(store: JsonHistoryStore, path: Path, message_id: str) -> list[ModelMessage]:
+    try:
+        return store.read_sync(None, message_id, limit=sys.maxsize).messages
+    except HistoryStoreError:
+        # Opened (a report exists) but the id is not there: a wrong id, not a damaged file.
+        if store.last_report is not None and message_id not in store:
+            raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
+        raise
+
+
+def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
+    """Every record of `path` (messages and summaries, in recorded order) up to and including `message_id`
+    (default: all), refused with `ForkPointError` where a history cannot be cut. Sync: call it from a thread."""
+    if message_id is None:
+        if not path.exists():
+            return []
+        with reading(path) as store:
             return store.load_all_sync()
-        try:
-            records = store.read_sync(None, message_id, limit=sys.maxsize).messages
-        except HistoryStoreError:
-            # Opened (a report exists) but the id is not there: a wrong id, not a damaged file.
-            if store.last_report is not None and message_id not in store:
-                raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
-            raise
-        _refuse_split_exchange(records, store, path)
-        if any(p.kind == "summary_only" for p in validate_history(working_context(records), for_request=False)):
-            raise ForkPointError(
-                f"message {message_id!r} of {path}: the history up to it holds summaries and no user turn to "
-                "continue from; cut at a later message"
-            )
+    _check_id(path, message_id)
+    with reading(path) as store:
+        records = _read_until(store, path, message_id)
+        _check_cut(records[-1], working_context(records), store, path)
         return records
-
-
-def _refuse_split_exchange(records: list[ModelMessage], store: JsonHistoryStore, path: Path) -> None:
-    """A history cut right after tool calls would hold calls without results: refuse it, naming the points to
-    use instead (never split a tool call from its return)."""
-    last = records[-1]
-    if not (isinstance(last, ModelResponse) and any(isinstance(p, ToolCallPart) for p in last.parts)):
-        return
-    message_id = get_message_id(last)
-    after = store.read_sync(message_id, None, limit=2).messages[1:] if message_id else []
-    before = get_message_id(records[-2]) if len(records) > 1 else None
-    results = f"{get_message_id(after[0])!r} (with their results)" if after else "a later message"
-    raise ForkPointError(
-        f"message {message_id!r} of {path} holds tool calls whose results come after it; cut at {results} "
-        f"or at {before!r} (before the calls)"
-    )
 
 
 def history_at(path: Path, message_id: str | None) -> list[ModelMessage]:
     """The history as the agent had it right after `message_id` was recorded: the original messages up to it
     when no compaction happened before it, else the latest summary before it with what it kept, and what
     followed up to it. `None`: the working context now (what `resume` returns)."""
-    return working_context(records_until(path, message_id))
+    if message_id is None:
+        return read_working(path)
+    _check_id(path, message_id)
+    with reading(path) as store:
+        history = _cut_of_working(store.load_sync(), message_id)
+        if history is None:  # a point before the latest compaction: the originals are read
+            records = _read_until(store, path, message_id)
+            point, history = records[-1], working_context(records)
+        else:
+            point = history[-1]
+        _check_cut(point, history, store, path)
+        return history
+
+
+def _cut_of_working(working: list[ModelMessage], message_id: str) -> list[ModelMessage] | None:
+    """The history at `message_id` taken from the working context, when the point came after the latest
+    compaction (the common case for a recent checkpoint: only the working context is decoded); else `None`."""
+    ids = [get_message_id(m) for m in working]
+    if message_id not in ids:
+        return None
+    at = ids.index(message_id)
+    summary_at = next((i for i in range(len(working) - 1, -1, -1) if is_summary_message(working[i])), None)
+    if summary_at is None:
+        return working[: at + 1]  # never compacted: the working context is every record
+    info = summary_info(working[summary_at]) or {}
+    kept_after = info.get("working_after")
+    if at > summary_at and isinstance(kept_after, list) and message_id not in kept_after:
+        return working[: at + 1]  # recorded after the summary (the ones it kept were recorded before it)
+    return None
+
+
+def _check_cut(point: ModelMessage, history: list[ModelMessage], store: JsonHistoryStore, path: Path) -> None:
+    """Refuse a cut that would leave tool calls without their results (never split a call from its return), or
+    a history with no user turn to continue from."""
+    message_id = get_message_id(point)
+    if isinstance(point, ModelResponse) and any(isinstance(p, ToolCallPart) for p in point.parts):
+        after = store.read_sync(message_id, None, limit=2).messages[1:] if message_id else []
+        before = get_message_id(history[-2]) if len(history) > 1 else None
+        results = f"{get_message_id(after[0])!r} (with their results)" if after else "a later message"
+        raise ForkPointError(
+            f"message {message_id!r} of {path} holds tool calls whose results come after it; cut at {results} "
+            f"or at {before!r} (before the calls)"
+        )
+    if any(p.kind == "summary_only" for p in validate_history(history, for_request=False)):
+        raise ForkPointError(
+            f"message {message_id!r} of {path}: the history up to it holds summaries and no user turn to "
+            "continue from; cut at a later message"
+        )
 
 
 def read_working(path: Path) -> list[ModelMessage]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,6 +54,8 @@ class SessionInfo:
 class _Scan:
     """What was learned of one history file, kept per process so a later listing reads only what was appended."""
 
+    inode: int = 0
+    """The file scanned: an atomic rewrite (a repair, an import) makes a new one, read again from the start."""
     first_id: str | None = None
     next_offset: int = 0
     seen: set[str] = field(default_factory=set[str])
@@ -90,20 +93,23 @@ def _prompt_of(message: ModelMessage) -> str | None:
     return None
 
 
-def _scan(path: Path) -> _Scan:
+def _scan(path: Path, stat: os.stat_result) -> _Scan:
     """Count the records of `path`, reading only what was appended since the last scan of this process."""
+    key = path.resolve()
     with _scans_lock:
-        previous = _scans.get(path)
+        previous = _scans.get(key)
+    if previous is not None and (previous.inode != stat.st_ino or previous.next_offset > stat.st_size):
+        previous = None  # replaced or shrunk: read it all again
     batch = read_records(path, previous.next_offset if previous else 0)
     if previous is not None and batch.first_message_id != previous.first_id:
         previous = None  # the file was replaced: read it all again
         batch = read_records(path)
-    scan = previous or _Scan(first_id=batch.first_message_id)
+    scan = previous or _Scan(inode=stat.st_ino, first_id=batch.first_message_id)
     for record in batch.records:
-        key = record.message_id or f"@{record.offset}"
-        if key in scan.seen:
+        key_of_record = record.message_id or f"@{record.offset}"
+        if key_of_record in scan.seen:
             continue  # a newer version of a message already counted
-        scan.seen.add(key)
+        scan.seen.add(key_of_record)
         if record.is_summary:
             scan.summaries += 1
             continue
@@ -114,7 +120,7 @@ def _scan(path: Path) -> _Scan:
             scan.first_prompt = _prompt_of(record.message)
     scan.next_offset = batch.next_offset
     with _scans_lock:
-        _scans[path] = scan
+        _scans[key] = scan
     return scan
 
 
@@ -125,7 +131,7 @@ def describe(session_id: str, session_dir: Path) -> SessionInfo:
     try:
         folder_time = _utc(session_dir.stat().st_mtime)
         stat = messages_path.stat() if messages_path.exists() else None
-        scan = _scan(messages_path) if stat is not None else _Scan()
+        scan = _scan(messages_path, stat) if stat is not None else _Scan()
     except OSError as exc:
         return _broken(session_id, session_dir, f"cannot read {messages_path}: {exc}")
     error = None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import shutil
 from collections.abc import Generator
@@ -24,8 +23,6 @@ from ._history import history_at, read_working, records_until
 from ._info import METADATA_FILE, SessionInfo, describe
 
 __all__ = ["SessionExistsError", "SessionInUseError", "SessionManager", "SessionNotFoundError"]
-
-logger = logging.getLogger("pydantic_deep.sessions")
 
 _COPIED_DIRS = ("large_tool_results", "plans")
 """What a fork takes along besides the history: the evicted outputs its previews point at, and the plans."""

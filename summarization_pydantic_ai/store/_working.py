@@ -25,7 +25,7 @@ def working_context(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
     for i, message in enumerate(messages):
         info = summary_info(message)
         key = get_message_id(message) or f"#{i}"  # a message without an id is its own record
-        record = Record(i, 0, key, clean_summary(info) if info else None, 0)
+        record = Record(i, 0, key, clean_summary(info) if info else None, 0)  # offset: the index in `messages`
         if key in positions:
             records[positions[key]] = record  # a newer version, in the place of the first one
         else:

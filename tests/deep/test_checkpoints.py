@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from pydantic_deep import (
     CheckpointNotFoundError,
     DeepAgentDeps,
     FileCheckpointStore,
+    ForkPointError,
     InvalidCheckpointIdError,
     SessionManager,
     create_deep_agent,
@@ -112,6 +114,10 @@ async def test_named_checkpoints_and_every_off(tmp_path: Path) -> None:
     assert named.name == "before refactor" and not named.auto
     assert FileCheckpointStore(session_dir).get(named.id) == named
     assert ids(await checkpoints.rewind(named.id)) == ids(result.all_messages())
+    waiting = result.all_messages()[:2]  # ends with the response whose tool calls are not answered yet
+    with pytest.raises(ForkPointError, match="waiting for their results"):
+        await checkpoints.checkpoint(waiting, name="mid-call")
+    assert [c.name for c in FileCheckpointStore(session_dir).list()] == ["before refactor"]
 
 
 async def test_automatic_checkpoints_are_pruned_named_ones_kept(tmp_path: Path) -> None:
@@ -178,6 +184,33 @@ def test_a_crash_mid_write_leaves_the_previous_checkpoints(tmp_path: Path, monke
     assert store.path.read_bytes() == before
     assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1"]
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["checkpoints.json"], "no temporary file left"
+
+
+def test_a_crash_between_the_renames_keeps_the_previous_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileCheckpointStore(tmp_path / "s")
+    store.save(checkpoint(1))
+    store.save(checkpoint(2))
+    real_rename = os.rename
+    calls: list[str] = []
+
+    def crash_on_second(src: Any, dst: Any) -> None:
+        calls.append(str(dst))
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")  # the current file is the backup now; the new one never lands
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", crash_on_second)
+    with pytest.raises(CheckpointError, match="previous checkpoints are intact"):
+        store.save(checkpoint(3))
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert not store.path.exists()
+    assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1", "cp2"]
+    store.save(checkpoint(4))
+    assert [c.id for c in FileCheckpointStore(tmp_path / "s").list()] == ["cp1", "cp2", "cp4"]
+    store.path.write_text("{torn")  # a damaged file (power loss without fsync): the previous version is read
+    assert [c.id for c in store.list()] == ["cp1", "cp2"]
 
 
 async def test_a_damaged_checkpoints_file_is_reported_and_never_overwritten(

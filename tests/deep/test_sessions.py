@@ -320,3 +320,34 @@ async def test_delete_is_refused_while_another_process_writes(tmp_path: Path) ->
     assert path.exists()
     sessions.delete("busy2")
     assert sessions.list() == []
+
+
+async def test_a_damaged_record_is_skipped_and_the_file_left_alone(tmp_path: Path) -> None:
+    sessions = SessionManager(tmp_path)
+    info = sessions.create("s")
+    result = await deep_agent().run("hello", deps=sessions.deps(info.id))
+    JsonHistoryStore.open(info.messages_path).close()  # the run is over: another process will read the file
+    lines = info.messages_path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"write_file"', b'"wrote_file"')  # the second message's checksum fails
+    info.messages_path.write_bytes(b"\n".join(lines))
+    before = tree(tmp_path)
+
+    got = sessions.get("s")
+    assert got.error is None and got.message_count == len(result.all_messages()) - 1
+    resumed = await sessions.resume("s")
+    assert ids(resumed) == [i for n, i in enumerate(ids(result.all_messages())) if n != 1]
+    assert tree(tmp_path) == before, "reading never repairs: the next run that writes the session does"
+
+
+async def test_listing_follows_appends_and_rewrites(tmp_path: Path) -> None:
+    sessions = SessionManager(tmp_path)
+    info = sessions.create("s")
+    agent = deep_agent()
+    first = await agent.run("one", deps=sessions.deps(info.id))
+    assert sessions.get("s").message_count == 4
+    await agent.run("two", deps=sessions.deps(info.id), message_history=first.all_messages())
+    assert sessions.get("s").message_count == 8, "what was appended since the last listing is counted"
+    sessions.delete("s")
+    sessions.create("s")
+    await agent.run("three", deps=sessions.deps("s"))
+    assert (sessions.get("s").message_count, sessions.get("s").first_prompt) == (4, "three")

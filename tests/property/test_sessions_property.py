@@ -17,22 +17,31 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
+    TextPart,
     ToolCallPart,
+    UserPromptPart,
 )
 from strategies import histories
 
 from pydantic_deep import ForkPointError, SessionManager
+from pydantic_deep.sessions._history import history_at, records_until
 from summarization_pydantic_ai import (
+    ContextManagerMiddleware,
     JsonHistoryStore,
     ensure_message_id,
     get_message_id,
     is_summary_message,
     validate_history,
+    working_context,
 )
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 _SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
+
+
+def ids(messages: list[ModelMessage]) -> list[str | None]:
+    return [get_message_id(m) for m in messages]
 
 
 def has_user_turn(messages: list[ModelMessage]) -> bool:
@@ -77,8 +86,44 @@ def test_a_cut_at_any_message_is_valid_or_refused(
         assert [s.id for s in sessions.list()] == ["s"], "a refused fork leaves nothing behind"
         return
     assert not splits_exchange
+    store = JsonHistoryStore.reader(sessions.get("s").messages_path)
+    assert ids(working_context(store.load_all_sync())) == ids(store.load_sync()), "the store's own rule"
+    store.close()
     assert validate_history(history, for_request=False) == []
     assert get_message_id(history[-1]) == point
     assert [get_message_id(m) for m in forked] == [get_message_id(m) for m in history]
     if not any(is_summary_message(m) for m in messages[: at + 1]):
         assert [get_message_id(m) for m in history] == [get_message_id(m) for m in messages[: at + 1]]
+
+
+@settings(max_examples=int(60 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=histories(for_request=True, summaries=False), turns=st.integers(0, 3), data=st.data())
+def test_the_history_at_a_point_after_a_real_compaction(
+    tmp_path: Path, messages: list[ModelMessage], turns: int, data: st.DataObject
+) -> None:
+    """A compaction by `ContextManagerMiddleware` (summary lineage recorded), then more turns: the history at any
+    point read from the working context (the fast path) is the one read from every record up to it."""
+    base = tmp_path / uuid.uuid4().hex
+    path = base / "sessions" / "s" / "messages.json"
+    middleware = ContextManagerMiddleware(summarization_model=None, messages_path=path, max_tokens=100_000)
+
+    async def session() -> list[ModelMessage]:
+        working = await middleware.compact(messages)
+        for n in range(turns):
+            working += [ModelResponse(parts=[TextPart(f"answer {n}")]), ModelRequest(parts=[UserPromptPart(f"q{n}")])]
+            for message in working:
+                ensure_message_id(message)
+            await middleware.store.append(working)  # type: ignore[union-attr]
+        return working
+
+    asyncio.run(session())
+    middleware.store.close()  # type: ignore[union-attr]
+    every = JsonHistoryStore.reader(path).load_all_sync()
+    point = get_message_id(data.draw(st.sampled_from(every), label="point"))
+    assert point is not None
+    try:
+        slow = working_context(records_until(path, point))
+    except ForkPointError:
+        return
+    assert ids(history_at(path, point)) == ids(slow)
+    assert validate_history(slow, for_request=False) == []
