@@ -158,3 +158,15 @@ def test_without_the_cli_extra_the_command_says_how_to_get_it(
     assert _one_line(result.err) == (
         'pydantic-deep: rich not installed; install the cli extra: pip install "summarization-pydantic-ai[cli]"'
     )
+
+
+def test_the_console_script_is_the_cli_entry_point() -> None:
+    import tomllib
+
+    from pydantic_deep import cli
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["scripts"] == {"pydantic-deep": "pydantic_deep.cli:main"}
+    assert callable(cli.main)
+    cli_extra = {dep.split(">")[0] for dep in project["optional-dependencies"]["cli"]}
+    assert cli_extra == {"rich", "prompt-toolkit"} <= {d.split(">")[0] for d in project["optional-dependencies"]["dev"]}
