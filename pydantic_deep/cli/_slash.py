@@ -54,10 +54,12 @@ async def _compact(state: ChatState, arg: str) -> None:
     if not state.history:
         ui.line("Nothing to compact yet.")
         return
-    seen, fallbacks = len(ui.compactions), len(ui.fallbacks)
+    seen, fallbacks, failures = len(ui.compactions), len(ui.fallbacks), len(ui.failures)
     ui.busy("compacting…")
     compacted = await state.middleware.compact(state.history, arg.strip() or None)
     ui.idle()
+    if len(ui.failures) > failures:
+        return  # the failure was reported as it happened; the history is as it was
     if len(ui.compactions) == seen:
         ui.line("Nothing to compact: the history is already as short as the kept messages (nothing was changed).")
         return
@@ -102,10 +104,7 @@ def context_report(state: ChatState) -> list[Text | str]:
     compactions = state.info().compactions
     return [
         Text("Context  ").append(usage_bar(usage.tokens, usage.max_tokens, usage.threshold)),
-        f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}"
-        + (
-            " (messages only, estimated: measured with instructions and tools at the next request)" if estimated else ""
-        ),
+        f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}" + (_ESTIMATED if estimated else ""),
         f"Threshold   {usage.threshold:.0%} (compaction at ~{usage.threshold_tokens:,} tokens)",
         f"Messages    {len(state.history)} in the working context",
         f"Compactions {compactions} in this session",

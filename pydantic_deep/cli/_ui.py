@@ -83,6 +83,7 @@ class Ui:
         self.last_usage: UsageUpdated | None = None
         self.compactions: list[CompactionCompleted] = []
         self.fallbacks: list[SummarizerFallback] = []
+        self.failures: list[CompactionFailed] = []
         self.evictions: list[OutputEvicted] = []
 
     # -- the progress indicator --------------------------------------------------------------------------------------
@@ -163,6 +164,7 @@ class Ui:
             self.fallbacks.append(event)
             self.line(f"  ! the summary model failed ({_short(event.error)}): a deterministic summary was used", "red")
         elif isinstance(event, CompactionFailed):
+            self.failures.append(event)
             self.line(f"  ! compaction failed, the history is unchanged: {_short(event.error)}", style="red")
         elif isinstance(event, OutputEvicted):
             self.evictions.append(event)

@@ -121,8 +121,10 @@ def test_memory_help_unknown_and_an_empty_chat_leaves_nothing(
     assert "Memory is empty" in result.out and "/compact [focus]" in result.out
     assert "Unknown command /frobnicate; /help lists the commands." in result.out
     assert SessionManager().list() == []  # a chat that got no message leaves no session
-    result = run_cli(["chat", "--model", "test"], capsys, monkeypatch, stdin="remember pool size is 10\n/memory\n")
+    script = "remember pool size is 10\n/memory\n/compact\n"
+    result = run_cli(["chat", "--model", "test"], capsys, monkeypatch, stdin=script)
     assert "✎ memory:" in result.out and "pool size is 10" in result.out.split("› /memory", 1)[1]
+    assert "Nothing to compact: the history is already as short as the kept messages" in result.out
 
 
 class _Screen(io.StringIO):
