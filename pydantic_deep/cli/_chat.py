@@ -15,7 +15,7 @@ from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._models import ResolvedModel, probe, resolve_model
 from ._slash import QUIT, handle_slash
 from ._state import ChatState, existing_session
-from ._turn import run_cancellable, run_turn
+from ._turn import Interrupted, run_cancellable, run_turn
 from ._ui import Ui
 
 __all__ = ["ChatOptions", "chat"]
@@ -96,7 +96,12 @@ async def _loop(state: ChatState, read: Callable[[], Awaitable[str | None]]) -> 
         if not text:
             continue
         if text.startswith("/"):
-            result = await run_cancellable(handle_slash(state, text))
+            try:
+                result = await run_cancellable(handle_slash(state, text))
+            except Interrupted:
+                state.ui.idle()
+                state.ui.line(f"⏹ {text.split()[0]} cancelled.", style="yellow")
+                continue
             if result == QUIT:
                 break
             continue

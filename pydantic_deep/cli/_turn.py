@@ -17,9 +17,13 @@ from summarization_pydantic_ai import HistoryStoreError, ensure_message_id
 
 from ._state import ChatState
 
-__all__ = ["TurnOutcome", "keep_cancelled_turn", "run_cancellable", "run_turn"]
+__all__ = ["Interrupted", "TurnOutcome", "keep_cancelled_turn", "run_cancellable", "run_turn"]
 
 T = TypeVar("T")
+
+
+class Interrupted(Exception):
+    """Ctrl-C cancelled the work (`run_cancellable`)."""
 
 
 @dataclass(frozen=True)
@@ -87,14 +91,13 @@ async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
     before = list(state.history)
     runs: list[AgentRun[Any, Any]] = []
     try:
-        history = await run_cancellable(_stream_run(state, prompt, runs))
+        state.history = await run_cancellable(_stream_run(state, prompt, runs))
+        state.measured = True
+        return TurnOutcome("done")
+    except Interrupted:
+        outcome = TurnOutcome("cancelled")
     except Exception as exc:
         outcome = TurnOutcome("failed", _describe_error(state, exc))
-    else:
-        if history is not None:
-            state.history, state.measured = history, True
-            return TurnOutcome("done")
-        outcome = TurnOutcome("cancelled")
     finally:
         state.ui.idle()
         state.ui.end_line()
@@ -106,8 +109,8 @@ async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
     return outcome
 
 
-async def run_cancellable(work: Awaitable[T]) -> T | None:
-    """Await `work` with Ctrl-C cancelling it (not the program); `None` when it was cancelled."""
+async def run_cancellable(work: Awaitable[T]) -> T:
+    """Await `work` with Ctrl-C cancelling it (not the program): then `Interrupted` is raised."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(work)
     try:
@@ -120,7 +123,7 @@ async def run_cancellable(work: Awaitable[T]) -> T | None:
     except asyncio.CancelledError:
         if not task.cancelled():
             raise  # the caller itself is cancelled, not the work
-        return None
+        raise Interrupted from None
     finally:
         if installed:
             loop.remove_signal_handler(signal.SIGINT)
