@@ -6,9 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from pydantic_deep import SessionManager
-from summarization_pydantic_ai import JsonHistoryStore, is_summary_message, validate_history
+from summarization_pydantic_ai import JsonHistoryStore, get_message_id, is_summary_message, validate_history
 
 from .conftest import Result, run_cli
 
@@ -80,6 +81,10 @@ def test_the_demo_session_opens_in_every_command(
     assert found.status == 0 and "connection pool exhausted" in found.out
     exported = run_cli(["export", info.id, "--format", "md"], capsys, monkeypatch)
     assert exported.status == 0 and exported.out.startswith(f"# Session {info.id}")
+    as_json = run_cli(["export", info.id, "--format", "json"], capsys, monkeypatch)
+    messages = ModelMessagesTypeAdapter.validate_json(as_json.out)
+    recorded = JsonHistoryStore.reader(info.messages_path).load_all_sync()
+    assert list(map(get_message_id, messages)) == list(map(get_message_id, recorded))
     chat = run_cli(
         ["chat", "--resume", info.id, "--model", "test", "--workdir", "project"],
         capsys,
