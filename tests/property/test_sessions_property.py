@@ -86,14 +86,17 @@ def test_a_cut_at_any_message_is_valid_or_refused(
         assert [s.id for s in sessions.list()] == ["s"], "a refused fork leaves nothing behind"
         return
     assert not splits_exchange
-    store = JsonHistoryStore.reader(sessions.get("s").messages_path)
-    assert ids(working_context(store.load_all_sync())) == ids(store.load_sync()), "the store's own rule"
-    store.close()
+    assert ids(forked) == ids(history), "the fork resumes to the history at the point"
+    if any(is_summary_message(m) for m in messages[: at + 1]):
+        # Generated summaries carry no lineage (which ids a compaction kept): the working context is then the
+        # store's rule for summaries written by others, checked here for agreement with load(); cuts of real
+        # compactions are the next test's.
+        store = JsonHistoryStore.reader(sessions.get("s").messages_path)
+        assert ids(working_context(store.load_all_sync())) == ids(store.load_sync())
+        store.close()
+        return
+    assert ids(history) == ids(messages[: at + 1])
     assert validate_history(history, for_request=False) == []
-    assert get_message_id(history[-1]) == point
-    assert [get_message_id(m) for m in forked] == [get_message_id(m) for m in history]
-    if not any(is_summary_message(m) for m in messages[: at + 1]):
-        assert [get_message_id(m) for m in history] == [get_message_id(m) for m in messages[: at + 1]]
 
 
 @settings(max_examples=int(60 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
