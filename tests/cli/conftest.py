@@ -95,7 +95,19 @@ class Terminal:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", "cli")
 
+    def wait_for_prompt(self, timeout: float = 60) -> None:
+        """Until the chat shows an empty prompt (`› ` on the last line): typed-ahead keys could race its setup."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            lines = [line for line in self.screen().splitlines() if line.strip()]
+            if lines and lines[-1].strip() == "›":
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"no prompt within {timeout}s; the screen:\n{self.screen()}")
+
     def send(self, text: str, enter: bool = True) -> None:
+        """Type `text` at the chat's prompt (once the prompt shows)."""
+        self.wait_for_prompt()
         self._tmux("send-keys", "-t", "cli", "-l", text)
         if enter:
             self._tmux("send-keys", "-t", "cli", "Enter")
