@@ -16,7 +16,7 @@ ratio under 2).
 The page also gets a section for `ContextManagerMiddleware` with persistence (issue 3), measured by
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
-(`python benchmarks/deep.py` prints them alone).
+(`python benchmarks/deep.py` prints them alone), and checkpoints (issue 11), by `benchmarks/checkpoints.py`.
 """
 
 from __future__ import annotations
@@ -323,6 +323,13 @@ def _deep_module() -> Any:
     return deep
 
 
+def _checkpoints_module() -> Any:
+    """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
+    import checkpoints
+
+    return checkpoints
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
@@ -330,6 +337,7 @@ def render_markdown(
     deep: tuple[Any, Any],
     args: argparse.Namespace,
     elapsed: float,
+    checkpoints: Any = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -392,6 +400,7 @@ def render_markdown(
         "",
         *_middleware_module().markdown_lines(*middleware, args.iterations),
         *_deep_module().markdown_lines(*deep, args.iterations),
+        *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -463,15 +472,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     rows, references, middleware, deep = asyncio.run(run(args))
+    checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
     _deep_module().print_deep(*deep)
+    _checkpoints_module().print_checkpoints(checkpoints)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(render_markdown(rows, references, middleware, deep, args, elapsed), encoding="utf-8")
+        args.output.write_text(
+            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints), encoding="utf-8"
+        )
         print(f"wrote {args.output}")
-    ok = all(v.ok for v in verdicts(rows)) and _middleware_module().all_ok(*middleware) and _deep_module().all_ok(*deep)
+    ok = (
+        all(v.ok for v in verdicts(rows))
+        and _middleware_module().all_ok(*middleware)
+        and _deep_module().all_ok(*deep)
+        and checkpoints.ok
+    )
     if args.check and not ok:
         return 1
     return 0

@@ -20,12 +20,30 @@ from .backends import (
     PathEscapeError,
     StateBackend,
 )
+from .checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointMiddleware,
+    CheckpointNotFoundError,
+    FileCheckpointStore,
+    InvalidCheckpointIdError,
+)
 from .deps import DeepAgentDeps
 from .eviction import EvictionPolicy, EvictionProcessor, RetentionPolicy
 from .filesystem import FilesystemToolset
 from .history_search import HistoryArchiveSearch
 from .memory import AgentMemoryToolset
 from .patch import INTERRUPTED_RESULT_CONTENT, PATCH_METADATA_KEY, PLACEHOLDER_PROMPT, PatchToolCalls
+from .sessions import (
+    CorruptSessionError,
+    ForkPointError,
+    MessageNotFoundError,
+    SessionExistsError,
+    SessionInfo,
+    SessionInUseError,
+    SessionManager,
+    SessionNotFoundError,
+)
 from .todos import Todo, TodoCapability
 
 __all__ = [
@@ -36,19 +54,33 @@ __all__ = [
     "AgentMemoryToolset",
     "BackendError",
     "BackendProtocol",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointMiddleware",
+    "CheckpointNotFoundError",
     "CompositeBackend",
+    "CorruptSessionError",
     "DeepAgentDeps",
     "EditError",
     "EvictionPolicy",
     "EvictionProcessor",
+    "FileCheckpointStore",
     "FileInfo",
     "FilesystemToolset",
+    "ForkPointError",
     "GrepMatch",
     "HistoryArchiveSearch",
+    "InvalidCheckpointIdError",
     "LocalBackend",
+    "MessageNotFoundError",
     "PatchToolCalls",
     "PathEscapeError",
     "RetentionPolicy",
+    "SessionExistsError",
+    "SessionInUseError",
+    "SessionInfo",
+    "SessionManager",
+    "SessionNotFoundError",
     "StateBackend",
     "Todo",
     "TodoCapability",

@@ -90,6 +90,7 @@ from .store import (
     new_message_id,
     read_records,
     validate_session_id,
+    working_context,
 )
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
@@ -192,6 +193,7 @@ __all__ = [
     "truncate_text",
     "validate_history",
     "validate_session_id",
+    "working_context",
 ]
 
 __version__ = "0.1.0"

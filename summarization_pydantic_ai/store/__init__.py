@@ -13,6 +13,7 @@ from ._protocol import (
 )
 from ._reader import RecordBatch, StoredRecord, read_records
 from ._report import DamagedRange, StoreReport
+from ._working import working_context
 
 __all__ = [
     "DamagedRange",
@@ -29,4 +30,5 @@ __all__ = [
     "new_message_id",
     "read_records",
     "validate_session_id",
+    "working_context",
 ]

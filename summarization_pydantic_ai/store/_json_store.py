@@ -310,7 +310,8 @@ class JsonHistoryStore:
         handle.flush()
 
     def _read_raw(self, records: Sequence[Record]) -> list[ModelMessage]:
-        handle = self._ensure_open()
+        # Every caller opened the file just before (a read-only view re-scans it on each open: once is enough).
+        handle = self._file if self._file is not None else self._ensure_open()
         messages: list[ModelMessage] = []
         for record in records:
             try:

@@ -5,9 +5,33 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._framing import Record
+from pydantic_ai.messages import ModelMessage
 
-__all__ = ["working_records"]
+from .._messages import get_message_id, summary_info
+from ._framing import Record, clean_summary
+
+__all__ = ["working_context", "working_records"]
+
+
+def working_context(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """The working context of a recorded history: what `HistoryStore.load()` returns for a file holding exactly
+    `messages` (in recorded order, summaries included, as `load_all()` or `read()` return them).
+
+    Applied to the records up to a message id, it is the history as the agent had it at that point: the original
+    messages when no compaction happened before it, else the latest summary with what it kept, and what followed.
+    """
+    records: list[Record] = []
+    positions: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        info = summary_info(message)
+        key = get_message_id(message) or f"#{i}"  # a message without an id is its own record
+        record = Record(i, 0, key, clean_summary(info) if info else None, 0)  # offset: the index in `messages`
+        if key in positions:
+            records[positions[key]] = record  # a newer version, in the place of the first one
+        else:
+            positions[key] = len(records)
+            records.append(record)
+    return [messages[r.offset] for r in working_records(records, positions)]
 
 
 def working_records(records: Sequence[Record], positions: Mapping[str, int]) -> list[Record]:

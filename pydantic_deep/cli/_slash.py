@@ -1,0 +1,227 @@
+"""The chat's slash commands: /compact, /context, /memory, /search, /sessions, /fork, /checkpoint, /rewind, ..."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from rich.text import Text
+
+from summarization_pydantic_ai import (
+    DEFAULT_MAX_TOKENS,
+    ContextUsage,
+    InvalidSessionIdError,
+    count_tokens_approximately,
+    is_summary_message,
+    resolve_max_tokens,
+    summary_part,
+)
+
+from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
+from ..history_search import HistoryArchiveSearch, QueryError
+from ..sessions import ForkPointError, MessageNotFoundError, SessionNotFoundError
+from ._render import checkpoints_table, sessions_table
+from ._state import ChatState
+from ._ui import format_bytes, usage_bar
+
+__all__ = ["COMMANDS", "QUIT", "handle_slash"]
+
+QUIT = "quit"
+Handler = Callable[[ChatState, str], Awaitable[str | None]]
+
+
+async def _help(state: ChatState, arg: str) -> None:
+    for name, (_, text) in COMMANDS.items():
+        state.ui.line(f"  {name:<22} {text}")
+    state.ui.line("  Ctrl-C cancels a running turn (your message is kept); Ctrl-D or /quit leaves.", style="dim")
+
+
+async def _quit(state: ChatState, arg: str) -> str:
+    return QUIT
+
+
+def _headings(state: ChatState) -> list[str]:
+    """The sections of the latest summary in the working context (what the summary preserved)."""
+    for message in reversed(state.history):
+        if is_summary_message(message) and (part := summary_part(message)) is not None:
+            found = [line[3:].strip() for line in (part.content or "").splitlines() if line.startswith("## ")]
+            return list(dict.fromkeys(found))  # an earlier summary nests its own sections
+    return []
+
+
+async def _compact(state: ChatState, arg: str) -> None:
+    ui = state.ui
+    if not state.history:
+        ui.line("Nothing to compact yet.")
+        return
+    seen, fallbacks, failures = len(ui.compactions), len(ui.fallbacks), len(ui.failures)
+    ui.busy("compacting…")
+    compacted = await state.middleware.compact(state.history, arg.strip() or None)
+    ui.idle()
+    if len(ui.failures) > failures:
+        return  # the failure was reported as it happened; the history is as it was
+    if len(ui.compactions) == seen:
+        ui.line("Nothing to compact: the history is already as short as the kept messages (nothing was changed).")
+        return
+    state.history, event = compacted, ui.compactions[-1]
+    state.measured = False
+    ui.line(
+        f"Compacted: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens of messages; "
+        f"{event.summarized_messages} messages summarized, {event.messages_after - 1} kept verbatim after the summary.",
+        style="bold",
+    )
+    if arg.strip():
+        ui.line(f"Focus: {arg.strip()}")
+    sections = _headings(state)
+    if sections:
+        ui.line(f"Preserved in the summary: {', '.join(sections)}.")
+    if len(ui.fallbacks) > fallbacks:
+        ui.line("The summary model failed: this summary is a deterministic extract (trimmed), not an LLM summary.")
+    elif event.summarizer == "deterministic":
+        ui.line("No LLM summary with this model: the deterministic summarizer extracted it (no model call).")
+    ui.line(f"Every original message stays in {state.messages_path} (/search finds them).", style="dim")
+
+
+_ESTIMATED = " (messages only, estimated: measured with instructions and tools at the next request)"
+
+
+def context_report(state: ChatState) -> list[Text | str]:
+    """The lines of `/context`."""
+    usage = state.middleware.usage if state.measured else None
+    estimated = usage is None
+    if usage is None:  # no request since the history changed (resumed, compacted): measure the messages alone
+        window = state.resolved.max_tokens or resolve_max_tokens(state.resolved.name) or DEFAULT_MAX_TOKENS
+        usage = ContextUsage(
+            count_tokens_approximately(state.history),
+            window,
+            state.middleware.compress_threshold,
+            len(state.history),
+            0,
+            None,
+        )
+    path = state.messages_path
+    size = path.stat().st_size if path.is_file() else None
+    compactions = state.info().compactions
+    return [
+        Text("Context  ").append(usage_bar(usage.tokens, usage.max_tokens, usage.threshold)),
+        f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}" + (_ESTIMATED if estimated else ""),
+        f"Threshold   {usage.threshold:.0%} (compaction at ~{usage.threshold_tokens:,} tokens)",
+        f"Messages    {len(state.history)} in the working context",
+        f"Compactions {compactions} in this session",
+        f"History     {path} ({format_bytes(size)})",
+        f"Session     {state.id}",
+    ]
+
+
+async def _context(state: ChatState, arg: str) -> None:
+    for line in context_report(state):
+        state.ui.line(line)
+
+
+async def _memory(state: ChatState, arg: str) -> None:
+    directory = state.deps.memory_dir
+    path = Path(directory or ".") / "MEMORY.md"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if not text.strip():
+        state.ui.line(f"Memory is empty ({path} is written when the agent calls write_memory).")
+        return
+    state.ui.line(f"{path}:", style="bold")
+    state.ui.line(text.rstrip())
+
+
+async def _search(state: ChatState, arg: str) -> None:
+    if not arg.strip():
+        state.ui.line("Usage: /search QUERY")
+        return
+    if not state.messages_path.is_file():
+        state.ui.line("Nothing to search yet.")
+        return
+    search = HistoryArchiveSearch(messages_path=state.messages_path, backend=state.deps.backend)
+    try:
+        result = await search.search(arg.strip())
+    except QueryError as exc:
+        state.ui.line(f"Bad query: {exc}")
+        return
+    state.ui.line(result.text)
+
+
+async def _sessions(state: ChatState, arg: str) -> None:
+    state.ui.console.print(sessions_table(state.manager.list(), current=state.id))
+
+
+async def _fork(state: ChatState, arg: str) -> None:
+    if not state.history:
+        state.ui.line("Nothing to fork yet: send a message first.")
+        return
+    old = state.id
+    try:
+        info = await state.manager.fork(old, at_message_id=arg.strip() or None)
+    except (SessionNotFoundError, MessageNotFoundError, ForkPointError, InvalidSessionIdError) as exc:
+        state.ui.line(f"Cannot fork: {exc}")
+        return
+    await state.switch(info.id)
+    state.ui.line(f"Forked {old} → {info.id} ({info.message_count} messages); you are now in {info.id}.")
+    state.ui.line(f"Back to the original: pydantic-deep chat --resume {old}", style="dim")
+
+
+async def _checkpoint(state: ChatState, arg: str) -> None:
+    if not state.history:
+        state.ui.line("Nothing to checkpoint yet.")
+        return
+    try:
+        checkpoint = await state.checkpoints.checkpoint(state.history, arg.strip() or None)
+    except ForkPointError as exc:  # e.g. the last turn was cancelled while tools ran
+        state.ui.line(f"Cannot checkpoint here: {exc}")
+        return
+    state.ui.line(
+        f"Checkpoint {checkpoint.id} ({checkpoint.name}) at message {checkpoint.message_count}; "
+        f"/rewind {checkpoint.id} continues from here (in a new session)."
+    )
+
+
+async def _rewind(state: ChatState, arg: str) -> None:
+    store = state.checkpoints.checkpoint_store
+    listed = store.list() if store is not None else []
+    if not arg.strip():
+        if not listed:
+            state.ui.line("No checkpoints yet: every turn makes one, /checkpoint [name] a named one.")
+            return
+        state.ui.console.print(checkpoints_table(listed))
+        state.ui.line("Usage: /rewind ID", style="dim")
+        return
+    old = state.id
+    try:  # a fork at the checkpoint's message: the original session keeps what came after
+        info = await state.manager.rewind(old, arg.strip())
+    except (CheckpointNotFoundError, InvalidCheckpointIdError, MessageNotFoundError, ForkPointError) as exc:
+        state.ui.line(f"Cannot rewind: {exc}")
+        return
+    await state.switch(info.id)
+    state.ui.line(
+        f"Rewound to checkpoint {arg.strip()}: {len(state.history)} messages, in the new session {info.id} "
+        f"(session {old} keeps everything after it)."
+    )
+
+
+COMMANDS: dict[str, tuple[Handler, str]] = {
+    "/compact [focus]": (_compact, "summarize the older messages now (optionally focused on a topic)"),
+    "/context": (_context, "context usage: tokens, threshold, messages, compactions, history file"),
+    "/memory": (_memory, "show the agent's MEMORY.md"),
+    "/search QUERY": (_search, "search the full history of this session (compacted messages too)"),
+    "/sessions": (_sessions, "list the sessions"),
+    "/fork [MESSAGE_ID]": (_fork, "continue in a copy of this session (up to a message; default: all)"),
+    "/checkpoint [name]": (_checkpoint, "save a named checkpoint of the conversation"),
+    "/rewind [ID]": (_rewind, "continue from a checkpoint, in a new session (no ID: list them)"),
+    "/help": (_help, "this list"),
+    "/quit": (_quit, "leave (the session is saved; resume with --resume ID)"),
+}
+_BY_NAME = {spec.split()[0]: handler for spec, (handler, _) in COMMANDS.items()} | {"/exit": _quit}
+
+
+async def handle_slash(state: ChatState, line: str) -> str | None:
+    """Run a slash command; returns `QUIT` to leave the chat."""
+    name, _, arg = line.strip().partition(" ")
+    handler = _BY_NAME.get(name.lower())
+    if handler is None:
+        state.ui.line(f"Unknown command {name}; /help lists the commands.")
+        return None
+    return await handler(state, arg)
