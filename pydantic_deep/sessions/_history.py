@@ -42,6 +42,12 @@ class ForkPointError(ValueError):
     come after it), or before any user turn (only summaries up to it)."""
 
 
+_IMPORT_HINT = (
+    " (a JSON array of pydantic-ai messages written by something else is imported, with ids, by "
+    "JsonHistoryStore.open(path).load_sync(), which keeps the original beside it as .imported)"
+)
+
+
 @contextlib.contextmanager
 def reading(path: Path) -> Generator[JsonHistoryStore]:
     """A read-only view of `path` (this process's writer, if it has one: it sees the latest appends)."""
@@ -54,10 +60,17 @@ def reading(path: Path) -> Generator[JsonHistoryStore]:
     except HistoryStoreError as exc:
         if isinstance(exc, MessageNotFoundError):
             raise
-        raise CorruptSessionError(str(exc)) from exc
+        raise CorruptSessionError(f"{exc}{_IMPORT_HINT if 'not a messages.json' in str(exc) else ''}") from exc
     finally:
         if ours:
             store.close()
+
+
+def _refuse_unreadable(store: JsonHistoryStore) -> None:
+    """A file with bytes but not one readable record is not an empty session: say so instead of returning []."""
+    report = store.last_report
+    if report is not None and report.records == 0 and report.damaged:
+        raise CorruptSessionError(f"{report.describe()}; no message can be read{_IMPORT_HINT}")
 
 
 def _check_id(path: Path, message_id: str) -> None:
@@ -71,6 +84,7 @@ def _read_until(store: JsonHistoryStore, path: Path, message_id: str) -> list[Mo
     try:
         return store.read_sync(None, message_id, limit=sys.maxsize).messages
     except HistoryStoreError:
+        _refuse_unreadable(store)
         # Opened (a report exists) but the id is not there: a wrong id, not a damaged file.
         if store.last_report is not None and message_id not in store:
             raise MessageNotFoundError(f"no message with id {message_id!r} in {path}") from None
@@ -84,7 +98,9 @@ def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
         if not path.exists():
             return []
         with reading(path) as store:
-            return store.load_all_sync()
+            records = store.load_all_sync()
+            _refuse_unreadable(store)
+            return records
     _check_id(path, message_id)
     with reading(path) as store:
         records = _read_until(store, path, message_id)
@@ -100,7 +116,9 @@ def history_at(path: Path, message_id: str | None) -> list[ModelMessage]:
         return read_working(path)
     _check_id(path, message_id)
     with reading(path) as store:
-        history = _cut_of_working(store.load_sync(), message_id)
+        working = store.load_sync()
+        _refuse_unreadable(store)
+        history = _cut_of_working(working, message_id)
         if history is None:  # a point before the latest compaction: the originals are read
             records = _read_until(store, path, message_id)
             point, history = records[-1], working_context(records)
@@ -151,4 +169,6 @@ def read_working(path: Path) -> list[ModelMessage]:
     if not path.exists():
         return []
     with reading(path) as store:
-        return store.load_sync()
+        working = store.load_sync()
+        _refuse_unreadable(store)
+        return working

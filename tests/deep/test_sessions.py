@@ -11,6 +11,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -244,7 +245,13 @@ async def test_missing_session_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "content",
-    [b"garbage, not json at all\n" * 20, b'{"not": "an array"}\n' + b" " * 100, b"\x00" * 512],
+    [
+        b"garbage, not json at all\n" * 20,
+        b'{"not": "an array"}\n' + b" " * 100,
+        b"\x00" * 512,
+        ModelMessagesTypeAdapter.dump_json([ModelRequest(parts=[UserPromptPart("hi")])], indent=2),  # foreign
+    ],
+    ids=["garbage", "object", "zeros", "indented-array"],
 )
 async def test_corrupt_session_is_listed_with_an_error_and_nothing_changes(tmp_path: Path, content: bytes) -> None:
     sessions = SessionManager(tmp_path)
