@@ -34,6 +34,7 @@ def run_cli(
 ) -> Result:
     """`pydantic-deep ARGS` in this process, with `stdin` as a pipe (the chat reads plain lines from it)."""
     monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    monkeypatch.delenv("COLUMNS", raising=False)  # the piped width, whatever terminal runs the tests
     capsys.readouterr()
     status = main(args)
     captured = capsys.readouterr()
