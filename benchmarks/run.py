@@ -323,6 +323,13 @@ def _deep_module() -> Any:
     return deep
 
 
+def _compaction_module() -> Any:
+    """`benchmarks/compaction.py` (one compaction of 10,000 messages)."""
+    import compaction
+
+    return compaction
+
+
 def _checkpoints_module() -> Any:
     """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
     import checkpoints
@@ -338,6 +345,7 @@ def render_markdown(
     args: argparse.Namespace,
     elapsed: float,
     checkpoints: Any = None,
+    compaction: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -401,6 +409,7 @@ def render_markdown(
         *_middleware_module().markdown_lines(*middleware, args.iterations),
         *_deep_module().markdown_lines(*deep, args.iterations),
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
+        *(compaction or []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -473,15 +482,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     rows, references, middleware, deep = asyncio.run(run(args))
     checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
+    compaction_results, expected_calls = asyncio.run(_compaction_module().run(10_000, 3))
+    compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
     _deep_module().print_deep(*deep)
     _checkpoints_module().print_checkpoints(checkpoints)
+    print("\n".join(compaction))
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints), encoding="utf-8"
+            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction),
+            encoding="utf-8",
         )
         print(f"wrote {args.output}")
     ok = (
