@@ -30,7 +30,7 @@ from ..processors._base import RunInfo, check_counter, measure, request_overhead
 from ..store import HistoryStore
 from ._agent_state import Attempt, CompressionRunState, Unfinished
 from ._capability import ContextManagerMiddleware
-from ._compress import _link_summary  # pyright: ignore[reportPrivateUsage]
+from ._compress import link_summary
 from ._memory_file import (
     MemoryReader,
     Snapshot,
@@ -370,7 +370,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         try:
             await record_new_messages(RunState(), messages, store)
             if result is not None and merged is not None:
-                _link_summary(result, merged)
+                link_summary(result, merged)
                 await store.append([merged])
         except Exception as exc:
             logger.exception("recording before the cut failed; the history is left as it was")

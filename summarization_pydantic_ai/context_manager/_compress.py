@@ -37,7 +37,7 @@ from ..store import HistoryStore, ensure_message_id
 from ..summarize import LiveRequest, Summarizer, latest_user_request
 from ._state import RunState, SharedState, call_callback, record_new_messages
 
-__all__ = ["NAME", "CompressionMixin"]
+__all__ = ["NAME", "CompressionMixin", "link_summary"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -158,7 +158,7 @@ class CompressionMixin:
         problems = new_problems(messages, result)
         if problems:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
-        _link_summary(result, merged)
+        link_summary(result, merged)
         if store is not None:
             # The commit: every replaced message is in the archive before the summary, and the working history
             # changes only once both are written (an exception here leaves it exactly as it was).
@@ -184,7 +184,7 @@ class CompressionMixin:
         return LiveRequest(self.model_name) if self.model_name else None
 
 
-def _link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
+def link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
     """Give the summary its id and record what the working context was around it (for `HistoryStore.load`)."""
     ensure_message_id(summary)
     position = next(i for i, m in enumerate(result) if m is summary)

@@ -15,17 +15,17 @@ from pydantic_ai.models import ModelRequestContext
 from .._compaction import CompactionPlan, assemble_merged, latest_user_request_at, plan_compaction
 from .._cutoff import inflight_start
 from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, OverflowRetry, emit_event
-from .._messages import get_message_id, is_summary_message, summary_info
+from .._messages import get_message_id, summary_info
 from .._render import iter_media, part_text
 from .._sizes import Measure
 from .._tokens import RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
 from .._working_set import WorkingSetOptions, protected_call_ids
 from ..processors._base import RunInfo, measure, request_overhead_tokens
 from ..processors._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
-from ..processors._sliding_window import _dropped, _window_marker  # pyright: ignore[reportPrivateUsage]
+from ..processors._sliding_window import window_marker_for
 from ..processors._summarization import keep_message_counter, new_problems
 from ..store import HistoryStore
-from ._compress import NAME, CompressionMixin, _link_summary  # pyright: ignore[reportPrivateUsage]
+from ._compress import NAME, CompressionMixin, link_summary
 from ._overflow_numbers import ProviderNumbers, overflow_target, parse_overflow
 from ._state import RunState
 from ._truncate import TRUNCATED_METADATA_KEY, truncate_output
@@ -135,8 +135,7 @@ class Ladder:
         plan = await self._slide_plan(messages, max(room, 0))
         if plan is None:
             return messages, None
-        span = messages[plan.head_end : plan.cutoff]
-        marker = _window_marker(sum(_dropped(m) if is_summary_message(m) else 1 for m in span), plan.carried)
+        marker, _ = window_marker_for(messages, plan)
         covers = [mid for mid in map(get_message_id, plan.span) if mid]
         info = summary_info(marker)
         assert info is not None
@@ -164,7 +163,7 @@ class Ladder:
 
     async def _record(self, result: list[ModelMessage], marker: ModelRequest) -> bool:
         """Record the window marker with the working context around it (as a summary is), before it is used."""
-        _link_summary(result, marker)
+        link_summary(result, marker)
         if self.store is None:
             return True
         try:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
-from .._compaction import assemble, plan_compaction
+from .._compaction import CompactionPlan, assemble, plan_compaction
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
 from .._pinning import WorkingSetSettings
@@ -18,7 +18,18 @@ from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
 from ._summarization import keep_message_counter, new_problems
 
-__all__ = ["SlidingWindowProcessor"]
+__all__ = ["SlidingWindowProcessor", "window_marker_for"]
+
+
+def window_marker_for(messages: Sequence[ModelMessage], plan: CompactionPlan) -> tuple[ModelRequest, int]:
+    """The window marker of a plan that drops `messages[plan.head_end:plan.cutoff]`, and how many original
+    messages it says were removed: earlier markers count what they stood for, and messages the working set moved
+    behind the marker were not removed."""
+    span = messages[plan.head_end : plan.cutoff]
+    span_ids = {id(m) for m in span}
+    moved = sum(1 for m in plan.preserved_messages if id(m) in span_ids)
+    dropped = sum(_dropped(m) if is_summary_message(m) else 1 for m in span) - moved
+    return _window_marker(dropped, plan.carried), dropped
 
 
 def _window_marker(dropped: int, carried: Sequence[ModelRequestPart] = ()) -> ModelRequest:
@@ -85,14 +96,12 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
         )
         if plan is None:
             return messages
-        span_ids = {id(m) for m in messages[plan.head_end : plan.cutoff]}
-        moved = sum(1 for m in plan.preserved_messages if id(m) in span_ids)
-        dropped = sum(_dropped(m) if is_summary_message(m) else 1 for m in messages[plan.head_end : plan.cutoff])
-        result = assemble(messages, plan, _window_marker(dropped - moved, plan.carried))
+        marker, dropped = window_marker_for(messages, plan)
+        result = assemble(messages, plan, marker)
         if new_problems(messages, result):
             return messages
         trimmed = WindowTrimmed(
-            type(self).__name__, dropped - moved, len(result), size.tokens, plan.preserved, plan.preserved_dropped
+            type(self).__name__, dropped, len(result), size.tokens, plan.preserved, plan.preserved_dropped
         )
         await emit_event(self.event_callback, trimmed)
         return result
