@@ -123,7 +123,11 @@ class _SyncTables:
         with self._lock:
             if self._pool is None:
                 pool: ConnectionPool[Connection[tuple[Any, ...]]] = ConnectionPool(
-                    self.dsn, min_size=0, max_size=self._max_size, timeout=self._timeout, open=False,
+                    self.dsn,
+                    min_size=0,
+                    max_size=self._max_size,
+                    timeout=self._timeout,
+                    open=False,
                     kwargs={"autocommit": True},
                 )
                 pool.open(wait=False)
