@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the packages, from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
+from _common import write_section
 from pg_cluster import throwaway_cluster
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -255,23 +256,6 @@ def environment() -> str:
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {cpu} ({os.cpu_count()} logical cores); "
         f"Python {platform.python_version()}; load average {load:.1f} at the end"
     )
-
-
-def write_section(path: Path, name: str, lines: list[str]) -> None:
-    """Put `lines` between `<!-- section:name -->` markers of `path` (replacing the block, or before
-    `## Environment`); `benchmarks/run.py` keeps such blocks when it regenerates the page."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start, end = f"<!-- section:{name} -->", f"<!-- /section:{name} -->"
-    block = "\n".join([start, *lines, end]) + "\n"
-    if start in text and end in text:
-        before, rest = text.split(start, 1)
-        text = before + block + rest.split(end, 1)[1].lstrip("\n")
-    elif "## Environment" in text:
-        before, after = text.split("## Environment", 1)
-        text = before + block + "\n## Environment" + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text, encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
