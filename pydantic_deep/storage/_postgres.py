@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString, TypeVar, cast
 
 import psycopg
 from psycopg import Connection
@@ -214,7 +214,7 @@ class PostgresCheckpointStore:
 
 
 def _json(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else json.loads(value)  # jsonb arrives as a dict
+    return cast(dict[str, Any], value if isinstance(value, dict) else json.loads(value))  # jsonb: a dict already
 
 
 def postgres_storage(url: str, *, schema: str | None = None, checkpoint_pool_size: int = 2, **options: Any) -> Storage:

@@ -102,7 +102,13 @@ async def search_rows(
     if until:
         where.append("m.ts <= %(until)s")
         params["until"] = until
-    cursor = await conn.execute(tables.sql(_statement(len(terms), where)), params)  # pyright: ignore[reportArgumentType]
+    async with conn.transaction():
+        # A word found in most messages makes a sequential scan look cheaper to the planner, but it would read
+        # every message's tsvector; the GIN index answers plain words and prefixes exactly, from narrow rows.
+        await conn.execute("SET LOCAL enable_seqscan = off")
+        await conn.execute("SET LOCAL jit = off")  # compiling costs more than these queries take
+        cursor = await conn.execute(tables.sql(_statement(len(terms), where)), params)  # pyright: ignore[reportArgumentType]
+        rows = await cursor.fetchall()
     return [
         SearchHit(
             str(r[0]),
@@ -114,7 +120,7 @@ async def search_rows(
             str(r[6]) + (f"\n{r[7]}" if r[7] else ""),
             float(r[8]),
         )
-        for r in await cursor.fetchall()
+        for r in rows
     ]
 
 
@@ -133,7 +139,7 @@ def _statement(terms: int, where: list[str]) -> str:
     return (
         "WITH n AS (SELECT greatest(sum(messages), 1)::float8 AS total FROM {sessions}), "
         + ", ".join(matches)
-        + f", scored AS (SELECT session, position, sum(w) AS score FROM ({weighted}) x GROUP BY session, position), "
+        + f", scored AS ({_scored(terms, weighted)}), "
         "page AS (SELECT sc.session, sc.position, sc.score, s.name FROM scored sc "
         "JOIN {sessions} s ON s.id = sc.session "
         "ORDER BY sc.score DESC, s.name, sc.position LIMIT %(limit)s OFFSET %(offset)s) "
@@ -141,3 +147,10 @@ def _statement(terms: int, where: list[str]) -> str:
         "FROM page p JOIN {messages} m ON m.session = p.session AND m.position = p.position "
         "ORDER BY p.score DESC, p.name, p.position"
     )
+
+
+def _scored(terms: int, weighted: str) -> str:
+    """One term: its matches are the scores (one row per message already); more: summed per message."""
+    if terms == 1:
+        return f"SELECT session, position, w AS score FROM ({weighted}) x"
+    return f"SELECT session, position, sum(w) AS score FROM ({weighted}) x GROUP BY session, position"
