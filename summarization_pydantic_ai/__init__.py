@@ -21,11 +21,13 @@ from ._events import (
     CompactionSkipped,
     CompactionStarted,
     ContextEvent,
+    ContextReduced,
     EventCallback,
     LimitWarningIssued,
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PhaseCheckpointed,
     PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
@@ -68,6 +70,7 @@ from .context_manager import (
     truncate_output,
     truncate_text,
 )
+from .phases import CompletedPhase, PhaseCheckpoints
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
@@ -75,6 +78,7 @@ from .processors import (
     SlidingWindowProcessor,
     SummarizationProcessor,
 )
+from .pruning import ImportancePruner, ImportanceScore, ImportanceWeights
 from .store import (
     DamagedRange,
     HistoryPage,
@@ -124,8 +128,10 @@ __all__ = [
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
+    "CompletedPhase",
     "ContextEvent",
     "ContextManagerMiddleware",
+    "ContextReduced",
     "ContextSize",
     "ContextUsage",
     "CursorTable",
@@ -140,6 +146,9 @@ __all__ = [
     "HistoryStore",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "ImportancePruner",
+    "ImportanceScore",
+    "ImportanceWeights",
     "IncrementalCounter",
     "InvalidSessionIdError",
     "JsonHistoryStore",
@@ -151,6 +160,8 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PhaseCheckpointed",
+    "PhaseCheckpoints",
     "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
