@@ -10,6 +10,7 @@ later messages refer back to it (a path, URL or element ref it introduced, menti
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -61,11 +62,12 @@ _ERROR_OUTCOMES = ("failed", "retried")
 _ERROR_TEXT = re.compile(r"\b(?:error|exception|traceback|failed|failure)\b", re.IGNORECASE)
 _SCAN_CHARS = 4_000
 """Error words are looked for in the head and tail of a text only: a 1 MB tool output costs the same as 8 KB."""
-_REFERENCE = re.compile(
-    r"https?://[^\s\"'<>)\]]+"  # URLs
-    r"|\bref[=:]\s*[\"']?[\w-]+"  # accessibility-tree element refs (ref=e12, ref: "e12")
-    r"|(?<![\w/])(?:[\w.-]+/)+[\w-]+\.\w{1,8}\b"  # relative or absolute file paths with an extension
-)
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+_REF = re.compile(r"\bref[=:]\s*[\"']?([\w-]+)")  # accessibility-tree element refs: ref=e12, ref: "e12"
+_DELIMITERS = re.compile(r"[\s\"'`()\[\]{}<>,;=]+")
+_PATH = re.compile(r"/?(?:[\w.-]+/)+[\w-]+\.\w{1,8}")
+# Paths are found by splitting on delimiters and matching whole tokens: a pattern that searches for them inside
+# the text backtracks over every word, and was most of the cost of scoring a tool-heavy history.
 _MAX_KEYS_PER_MESSAGE = 200
 
 
@@ -159,24 +161,43 @@ def _is_error(message: ModelMessage) -> bool:
     return any(_part_is_error(part) for part in message.parts)
 
 
-def _changes_state(message: ModelMessage, patterns: Sequence[str]) -> bool:
-    if not isinstance(message, ModelResponse):
+@functools.lru_cache(maxsize=32)
+def _state_change_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One case-insensitive regular expression for every pattern (`fnmatch` per name and pattern was slow)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns), re.IGNORECASE)
+
+
+def _changes_state(message: ModelMessage, matcher: re.Pattern[str] | None) -> bool:
+    if matcher is None or not isinstance(message, ModelResponse):
         return False
-    names = [p.tool_name.lower() for p in message.parts if isinstance(p, ToolCallPart)]
-    return any(fnmatch.fnmatchcase(name, pattern.lower()) for name in names for pattern in patterns)
+    return any(matcher.match(p.tool_name) for p in message.parts if isinstance(p, ToolCallPart))
 
 
 def _is_user_instruction(message: ModelMessage) -> bool:
     return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
 
 
+def _text_keys(text: str, keys: set[str]) -> None:
+    if "http" in text:
+        keys.update(url.rstrip(".,;:") for url in _URL.findall(text))
+    if "ref" in text:
+        keys.update("ref=" + ref for ref in _REF.findall(text))
+    if "/" in text:
+        keys.update(
+            token.rstrip(".:")
+            for token in _DELIMITERS.split(text)
+            if "/" in token and "." in token and not token.startswith("http") and _PATH.fullmatch(token.rstrip(".:"))
+        )
+
+
 def _reference_keys(message: ModelMessage) -> set[str]:
     keys: set[str] = set()
     for part in message.parts:
-        for match in _REFERENCE.finditer(_scan(part_text(part))):
-            keys.add(match.group().rstrip(".,;:"))
-            if len(keys) >= _MAX_KEYS_PER_MESSAGE:
-                return keys
+        _text_keys(_scan(part_text(part)), keys)
+        if len(keys) >= _MAX_KEYS_PER_MESSAGE:
+            break
     return keys
 
 
@@ -210,6 +231,7 @@ def score_units(
         for i in unit.indices:
             unit_of[i] = u
     references = count_references(messages, unit_of) if weights.reference else [0] * len(units)
+    matcher = _state_change_matcher(tuple(state_change_tools))
     last = max(len(units) - 1, 1)
     scores: list[ImportanceScore] = []
     for u, unit in enumerate(units):
@@ -219,7 +241,7 @@ def score_units(
         if any(_is_error(m) for m in members):
             reasons.append("error")
             score += weights.error
-        if any(_changes_state(m, state_change_tools) for m in members):
+        if any(_changes_state(m, matcher) for m in members):
             reasons.append("state_change")
             score += weights.state_change
         if any(_is_user_instruction(m) for m in members):
