@@ -25,6 +25,7 @@ from .._events import (
     CompactionSkipped,
     CompactionStarted,
     EventCallback,
+    PreservedItem,
     SummarizerFallback,
     emit_event,
 )
@@ -159,6 +160,8 @@ class CompressionMixin:
         if problems:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
         link_summary(result, merged)
+        tokens_after = await async_count_tokens(self.token_counter, result)
+        _record_outcome(merged, size.tokens, tokens_after, plan.preserved)
         if store is not None:
             # The commit: every replaced message is in the archive before the summary, and the working history
             # changes only once both are written (an exception here leaves it exactly as it was).
@@ -166,7 +169,6 @@ class CompressionMixin:
             await store.append([merged])
         with self._shared.lock:
             self._shared.compression_count += 1
-        tokens_after = await async_count_tokens(self.token_counter, result)
         completed = completed_event(
             NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
         )
@@ -192,6 +194,17 @@ def link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
     assert info is not None
     info["working_before"] = [get_message_id(m) for m in result[:position]]
     info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
+
+
+def _record_outcome(
+    summary: ModelRequest, tokens_before: int, tokens_after: int, preserved: Sequence[PreservedItem]
+) -> None:
+    """Note on the summary's record what the compaction did (as its `CompactionCompleted` event says), so the
+    session report reads it from the store: the measure before, the count after, what was kept verbatim."""
+    info = summary_info(summary)
+    assert info is not None
+    info["tokens_before"], info["tokens_after"] = tokens_before, tokens_after
+    info["preserved"] = [{"kind": item.kind, "messages": item.messages, "tokens": item.tokens} for item in preserved]
 
 
 def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:
