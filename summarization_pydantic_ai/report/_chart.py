@@ -14,7 +14,7 @@ from typing import cast
 
 from ._timeline import Compaction, Eviction, OverflowRecovery, SessionTimeline
 
-__all__ = ["context_chart", "cost_chart", "format_tokens"]
+__all__ = ["MAX_LISTED", "context_chart", "cost_chart", "format_tokens"]
 
 WIDTH, HEIGHT = 1000, 340
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 18, 36
@@ -91,7 +91,19 @@ def _axes(frame: _Frame, label: Callable[[float], str]) -> str:
     return "".join(ticks)
 
 
-def _compaction_marker(frame: _Frame, compaction: Compaction, peak: float) -> str:
+MAX_LISTED = 200
+"""The tables list the first `MAX_LISTED` events of each kind; markers past them link nowhere."""
+DETAILED_MARKERS = 600
+"""Above this many markers in all, their tooltips are one short line each (a page under a megabyte even when
+every one of 1,000 requests compacts, evicts and recovers from an overflow)."""
+
+
+def _marker(kind: str, number: int, request: int, title: str, shape: str) -> str:
+    body = f'<g class="marker {kind}" data-request="{request}"><title>{escape(title)}</title>{shape}</g>'
+    return f'<a href="#{kind}-{number}">{body}</a>' if number <= MAX_LISTED else body
+
+
+def _compaction_marker(frame: _Frame, compaction: Compaction, peak: float, brief: bool) -> str:
     x = frame.x(compaction.request)
     before = compaction.tokens_before if compaction.tokens_before is not None else peak
     after = compaction.tokens_after if compaction.tokens_after is not None else 0
@@ -99,42 +111,36 @@ def _compaction_marker(frame: _Frame, compaction: Compaction, peak: float) -> st
     what = "Window slide" if compaction.kind == "window" else "Compaction"
     title = (
         f"{what} {compaction.number} at request {compaction.request}: "
-        f"{_tokens_or_unknown(compaction.tokens_before)} → {_tokens_or_unknown(compaction.tokens_after)} tokens, "
-        f"{compaction.covered_messages} messages replaced"
+        f"{_tokens_or_unknown(compaction.tokens_before)} → {_tokens_or_unknown(compaction.tokens_after)} tokens"
     )
-    if compaction.preserved:
-        title += "; preserved: " + ", ".join(str(p.get("kind", "?")) for p in compaction.preserved)
-    return (
-        f'<a href="#compaction-{compaction.number}"><g class="marker compaction" data-request="{compaction.request}">'
-        f"<title>{escape(title)}</title>"
-        f'<line x1="{x}" x2="{x}" y1="{top}" y2="{low}"/>'
-        f'<path d="M{x - 6},{round(top - 10, 1)}h12l-6,9z"/></g></a>'
-    )
+    if not brief:
+        title += f", {compaction.covered_messages} messages replaced"
+        if compaction.preserved:
+            title += "; preserved: " + ", ".join(str(p.get("kind", "?")) for p in compaction.preserved)
+    shape = f'<path d="M{x},{top}V{low}M{round(x - 6, 1)},{round(top - 10, 1)}h12l-6,9z"/>'
+    return _marker("compaction", compaction.number, compaction.request, title, shape)
 
 
-def _eviction_marker(frame: _Frame, eviction: Eviction) -> str:
+def _eviction_marker(frame: _Frame, eviction: Eviction, brief: bool) -> str:
     x, y = frame.x(eviction.request), frame.bottom - 7
-    title = (
-        f"Eviction {eviction.number} at request {eviction.request}: {eviction.tool_name} output of "
-        f"{eviction.tokens:,} tokens saved to {eviction.path}"
-    )
-    return (
-        f'<a href="#eviction-{eviction.number}"><g class="marker eviction" data-request="{eviction.request}">'
-        f'<title>{escape(title)}</title><rect x="{round(x - 4, 1)}" y="{y - 4}" width="8" height="8"/></g></a>'
-    )
+    title = f"Eviction {eviction.number} at request {eviction.request}: {eviction.tokens:,} tokens"
+    if not brief:
+        title += f" of {eviction.tool_name} output saved to {eviction.path}"
+    shape = f'<path d="M{round(x - 4, 1)},{y - 4}h8v8h-8z"/>'
+    return _marker("eviction", eviction.number, eviction.request, title, shape)
 
 
-def _overflow_marker(frame: _Frame, overflow: OverflowRecovery) -> str:
+def _overflow_marker(frame: _Frame, overflow: OverflowRecovery, brief: bool) -> str:
     x, y = frame.x(overflow.request), TOP + 4
-    steps = ", ".join(str(step) for retry in overflow.retries for step in _strings(retry.get("steps")))
-    title = (
-        f"Overflow recovery {overflow.number} at request {overflow.request}: the provider rejected the request; "
-        f"{len(overflow.retries)} smaller retr{'y' if len(overflow.retries) == 1 else 'ies'} ({steps or 'no step'})"
-    )
-    return (
-        f'<a href="#overflow-{overflow.number}"><g class="marker overflow" data-request="{overflow.request}">'
-        f'<title>{escape(title)}</title><path d="M{x},{y - 6}l6,6l-6,6l-6,-6z"/></g></a>'
-    )
+    title = f"Overflow recovery {overflow.number} at request {overflow.request}"
+    if not brief:
+        steps = ", ".join(str(step) for retry in overflow.retries for step in _strings(retry.get("steps")))
+        retries = len(overflow.retries)
+        title += (
+            f": the provider rejected the request; {retries} smaller retr{'y' if retries == 1 else 'ies'} "
+            f"({steps or 'no step'})"
+        )
+    return _marker("overflow", overflow.number, overflow.request, title, f'<path d="M{x},{y - 6}l6,6l-6,6l-6,-6z"/>')
 
 
 def _strings(value: object) -> list[str]:
@@ -153,6 +159,7 @@ def context_chart(timeline: SessionTimeline) -> str:
     values += [c.tokens_before for c in timeline.compactions if c.tokens_before is not None]
     peak = max(values, default=1)
     frame = _Frame(max(len(points), 1), _nice_top(peak * 1.05))
+    brief = len(timeline.compactions) + len(timeline.evictions) + len(timeline.overflows) > DETAILED_MARKERS
     parts = [
         f'<svg id="context-chart" class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         'aria-label="Context used per request against the window and the compaction threshold">',
@@ -160,9 +167,9 @@ def context_chart(timeline: SessionTimeline) -> str:
         _polylines(frame, [(p.number, p.max_tokens) for p in points], "window"),
         _polylines(frame, [(p.number, p.threshold_tokens) for p in points], "threshold"),
         _polylines(frame, [(p.number, p.tokens) for p in points], "context"),
-        *(_compaction_marker(frame, c, peak) for c in timeline.compactions),
-        *(_eviction_marker(frame, e) for e in timeline.evictions),
-        *(_overflow_marker(frame, o) for o in timeline.overflows),
+        *(_compaction_marker(frame, c, peak, brief) for c in timeline.compactions),
+        *(_eviction_marker(frame, e, brief) for e in timeline.evictions),
+        *(_overflow_marker(frame, o, brief) for o in timeline.overflows),
         "</svg>",
     ]
     return "".join(parts)

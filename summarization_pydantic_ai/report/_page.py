@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
 from .._render import elide_middle
-from ._chart import context_chart, cost_chart, format_tokens
+from ._chart import MAX_LISTED, context_chart, cost_chart, format_tokens
 from ._timeline import SessionTimeline, ToolOutput
 
 __all__ = ["CostView", "render_page"]
 
 LARGEST_TOOL_OUTPUTS = 15
-SUMMARY_CHARS_BUDGET = 400_000
+SUMMARY_CHARS_BUDGET = 250_000
 """All summaries together show at most this many characters (each at least `_MIN_SUMMARY_CHARS`), so a session
 with hundreds of compactions still makes a page well under a megabyte; the store keeps every summary whole."""
-_MIN_SUMMARY_CHARS = 600
+_MIN_SUMMARY_CHARS = 2_000
 _MAX_SUMMARY_CHARS = 20_000
 
 
@@ -47,8 +47,8 @@ svg.chart{width:100%;height:auto;display:block}
 polyline{fill:none;stroke-width:1.6}
 .context{stroke:#0969da}.window{stroke:#cf222e;stroke-dasharray:6 4}.threshold{stroke:#bf8700;stroke-dasharray:3 3}
 .cost{stroke:#1a7f37}
-.compaction line{stroke:#8250df;stroke-width:2}.compaction path{fill:#8250df}
-.eviction rect{fill:#fb8500}.overflow path{fill:#cf222e}
+.compaction path{fill:#8250df;stroke:#8250df;stroke-width:2}
+.eviction path{fill:#fb8500}.overflow path{fill:#cf222e}
 .legend{display:flex;flex-wrap:wrap;gap:16px;font-size:12px;color:#57606a;margin:6px 0 0 64px}
 .legend i{display:inline-block;width:14px;height:3px;vertical-align:middle;margin-right:5px}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
@@ -82,12 +82,15 @@ def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
-    body = "".join("<tr>" + "".join(rows_cell for rows_cell in row) + "</tr>" for row in rows)
-    if not body:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
+    """The first `MAX_LISTED` rows, and a line saying how many more there are (the store keeps them all)."""
+    if not rows:
         return f'<p class="muted">{escape(empty)}</p>'
+    body = "".join("<tr>" + "".join(row) + "</tr>" for row in rows[:MAX_LISTED])
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    more = len(rows) - MAX_LISTED
+    note = f'<p class="muted">{more:,} more not listed (the history file has them all).</p>' if more > 0 else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
 def _td(text: str, *, number: bool = False, raw: bool = False) -> str:
@@ -171,16 +174,22 @@ def _largest(outputs: Sequence[ToolOutput]) -> str:
 
 
 def _summaries(timeline: SessionTimeline) -> str:
+    """The latest summary open, the earlier ones folded; each cut in the middle to its share of
+    `SUMMARY_CHARS_BUDGET` (at least `_MIN_SUMMARY_CHARS`), the oldest left out once the budget is spent."""
     summaries = [c for c in timeline.compactions if c.kind == "summary"]
     if not summaries:
         return '<p class="muted">No summary was written.</p>'
     each = max(_MIN_SUMMARY_CHARS, min(_MAX_SUMMARY_CHARS, SUMMARY_CHARS_BUDGET // len(summaries)))
+    shown = summaries[-max(SUMMARY_CHARS_BUDGET // each, 1) :]
     blocks = [
         f"<details{' open' if c is summaries[-1] else ''}><summary>Summary {c.number} (before request {c.request}, "
         f"{c.covered_messages} messages, {len(c.text):,} characters)</summary>"
         f"<pre>{escape(elide_middle(c.text, each))}</pre></details>"
-        for c in summaries
+        for c in shown
     ]
+    left_out = len(summaries) - len(shown)
+    if left_out:
+        blocks.insert(0, f'<p class="muted">{left_out:,} earlier summaries not shown (the history file has them).</p>')
     return "".join(blocks)
 
 

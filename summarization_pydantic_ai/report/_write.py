@@ -60,6 +60,8 @@ def _write(
     target = Path(out) if out is not None else _default_out(source)
     if target.is_dir():
         target = target / REPORT_FILE
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"cannot write the report to {target}: the folder {target.parent} does not exist")
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(html, encoding="utf-8")
     os.replace(tmp, target)  # a reader never sees half a page
