@@ -25,7 +25,6 @@ from .._events import (
     CompactionSkipped,
     CompactionStarted,
     EventCallback,
-    PreservedItem,
     SummarizerFallback,
     emit_event,
 )
@@ -161,7 +160,7 @@ class CompressionMixin:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
         link_summary(result, merged)
         tokens_after = await async_count_tokens(self.token_counter, result)
-        _record_outcome(merged, size.tokens, tokens_after, plan.preserved)
+        _note_sizes(merged, size.tokens, tokens_after)
         if store is not None:
             # The commit: every replaced message is in the archive before the summary, and the working history
             # changes only once both are written (an exception here leaves it exactly as it was).
@@ -196,15 +195,12 @@ def link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
     info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
 
 
-def _record_outcome(
-    summary: ModelRequest, tokens_before: int, tokens_after: int, preserved: Sequence[PreservedItem]
-) -> None:
-    """Note on the summary's record what the compaction did (as its `CompactionCompleted` event says), so the
-    session report reads it from the store: the measure before, the count after, what was kept verbatim."""
+def _note_sizes(summary: ModelRequest, tokens_before: int, tokens_after: int) -> None:
+    """Record the working context's size before and after the compaction (our count) with the summary: what it
+    removed, for the savings estimate (`session_costs`) and the session report."""
     info = summary_info(summary)
     assert info is not None
     info["tokens_before"], info["tokens_after"] = tokens_before, tokens_after
-    info["preserved"] = [{"kind": item.kind, "messages": item.messages, "tokens": item.tokens} for item in preserved]
 
 
 def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:
