@@ -17,7 +17,7 @@ from ..summarize import RUN_MODEL
 
 __all__ = ["STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
 
-Strategy: TypeAlias = Literal["sliding_window", "checkpoint", "hybrid", "summarize"]
+Strategy: TypeAlias = Literal["sliding_window", "summarize"]
 CompressionLevel: TypeAlias = Literal["none", "low", "medium", "high"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 _LEVELS: tuple[str, ...] = get_args(CompressionLevel)
