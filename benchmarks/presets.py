@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from _common import Timing, build_history, fmt_time
@@ -138,6 +140,13 @@ async def run(runs: int) -> Result:
     return Result(config.strategy, [type(c).__name__ for c in stack], Timing(clock.first), Timing(clock.later))
 
 
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "unknown"
+
+
 def markdown_lines(result: Result) -> list[str]:
     """The section of docs/benchmarks.md (`benchmarks/run.py` writes the page)."""
     verdict = "ok" if result.ok else "MISSED"
@@ -149,6 +158,9 @@ def markdown_lines(result: Result) -> list[str]:
         f"(nothing to compress), {REQUESTS_PER_RUN} requests per run (`benchmarks/presets.py`). Time spent in the "
         f"stack's `before_model_request` and `after_model_request` hooks per request. Target: under "
         f"{fmt_time(TARGET_S)} per request.",
+        "",
+        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}, load average {_load()} on "
+        f"{os.cpu_count()} logical cores (a shared machine: single requests can be slow outliers, compare medians).",
         "",
         "| Requests | Count | Median | p90 | Target |",
         "|---|---:|---:|---:|---|",
