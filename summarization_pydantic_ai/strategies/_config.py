@@ -65,13 +65,16 @@ class ContextConfig:
     preserve_errors: bool = True
     """Keep the recent failed tool exchanges verbatim through every reduction."""
     compression_level: CompressionLevel = "medium"
-    """How hard tool outputs are compressed before anything is dropped: `none`, `low`, `medium`, `high`."""
+    """How hard tool outputs are compressed before anything is dropped: `none`, `low`, `medium`, `high` (validated
+    now; applied once the content compressors are part of the stack)."""
     snapshot_depth: int | None = None
-    """The depth page snapshots are compressed to (every interactive element is kept); default: the level's."""
+    """The depth page snapshots are compressed to (every interactive element is kept); default: the level's
+    (validated now; applied with the compressors)."""
     checkpoint_phases: Sequence[str] = ()
-    """The phase names of the task, in order (`checkpoint` and `hybrid`)."""
+    """The phase names of the task, in order (for the phase-checkpoint strategies; validated now)."""
     importance_threshold: float | None = None
-    """Importance pruning never drops a unit scoring at least this (`hybrid`); `None`: no threshold."""
+    """Importance pruning never drops a unit scoring at least this (for the pruning strategy; validated now);
+    `None`: no threshold."""
     summarization_model: Any = RUN_MODEL
     """The summary model of the `summarize` strategy (see `ContextManagerMiddleware.summarization_model`)."""
     event_callback: EventCallback | None = None
