@@ -70,6 +70,7 @@ from .context_manager import (
     truncate_output,
     truncate_text,
 )
+from .metrics import CheckpointRecord, ContextMetrics, MetricsSummary, ReductionRecord, RequestRecord
 from .phases import CompletedPhase, PhaseCheckpoints
 from .processors import (
     ClearToolResultsProcessor,
@@ -96,6 +97,7 @@ from .store import (
     validate_session_id,
     working_context,
 )
+from .strategies import STRATEGIES, CompressionLevel, ContextConfig, Strategy
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -116,12 +118,14 @@ __all__ = [
     "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
     "RUN_MODEL",
+    "STRATEGIES",
     "SUMMARY_METADATA_KEY",
     "AgentCompressionCompleted",
     "AgentCompressionFallback",
     "AgentCompressionRequested",
     "AgentDrivenCompression",
     "CallbackFailed",
+    "CheckpointRecord",
     "ClearToolResultsProcessor",
     "CompactionCompleted",
     "CompactionFailed",
@@ -129,8 +133,11 @@ __all__ = [
     "CompactionSkipped",
     "CompactionStarted",
     "CompletedPhase",
+    "CompressionLevel",
+    "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
+    "ContextMetrics",
     "ContextReduced",
     "ContextSize",
     "ContextUsage",
@@ -157,6 +164,7 @@ __all__ = [
     "LimitWarningIssued",
     "LiveRequest",
     "MemoryReader",
+    "MetricsSummary",
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
@@ -166,11 +174,14 @@ __all__ = [
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",
+    "ReductionRecord",
     "RequestAwareCounter",
     "RequestInfo",
+    "RequestRecord",
     "SlidingWindowProcessor",
     "StoreReport",
     "StoredRecord",
+    "Strategy",
     "SummarizationProcessor",
     "Summarizer",
     "SummarizerError",
