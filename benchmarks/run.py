@@ -17,7 +17,8 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
-medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`.
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, and importance pruning and
+phase checkpoints (issue 13), by `benchmarks/pruning.py`.
 """
 
 from __future__ import annotations
@@ -338,6 +339,13 @@ def _presets_module() -> Any:
     return presets
 
 
+def _pruning_module() -> Any:
+    """`benchmarks/pruning.py` (ImportancePruner and PhaseCheckpoints)."""
+    import pruning
+
+    return pruning
+
+
 def _checkpoints_module() -> Any:
     """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
     import checkpoints
@@ -355,6 +363,7 @@ def render_markdown(
     checkpoints: Any = None,
     compaction: list[str] | None = None,
     presets: list[str] | None = None,
+    pruning: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -420,6 +429,7 @@ def render_markdown(
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
         *(presets or []),
+        *(pruning or []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -496,6 +506,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
     presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
     presets = _presets_module().markdown_lines(presets_result)
+    pruning_result = asyncio.run(_pruning_module().run_pruning(args.iterations))
+    pruning = _pruning_module().markdown_lines(pruning_result)
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
@@ -503,10 +515,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
     print("\n".join(presets))
+    _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets),
+            render_markdown(
+                rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, pruning
+            ),
             encoding="utf-8",
         )
         print(f"wrote {args.output}")
@@ -516,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         and _deep_module().all_ok(*deep)
         and checkpoints.ok
         and presets_result.ok
+        and pruning_result.ok
     )
     if args.check and not ok:
         return 1
