@@ -30,6 +30,7 @@ from ._events import (
     SummarizerFallback,
     ToolOutputTruncated,
     ToolResultsCleared,
+    ToolResultsCompressed,
     UsageUpdated,
     WindowTrimmed,
 )
@@ -58,6 +59,16 @@ from ._tokens import (
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ._working_set import DEFAULT_TODO_TOOLS
+from .compression import (
+    COMPRESSED_METADATA_KEY,
+    CompressionResult,
+    MessageCompressor,
+    compress,
+    compress_json,
+    compress_log,
+    compress_snapshot,
+    compress_text,
+)
 from .context_manager import (
     DEFAULT_COMPRESSION_REQUEST,
     AgentDrivenCompression,
@@ -105,6 +116,7 @@ from .summarize import (
 )
 
 __all__ = [
+    "COMPRESSED_METADATA_KEY",
     "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_REQUIRED_SECTIONS",
@@ -124,6 +136,7 @@ __all__ = [
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
+    "CompressionResult",
     "ContextEvent",
     "ContextManagerMiddleware",
     "ContextSize",
@@ -148,6 +161,7 @@ __all__ = [
     "LimitWarningIssued",
     "LiveRequest",
     "MemoryReader",
+    "MessageCompressor",
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
@@ -170,11 +184,17 @@ __all__ = [
     "ToolOutputTruncated",
     "ToolPairIndex",
     "ToolResultsCleared",
+    "ToolResultsCompressed",
     "Truncation",
     "UsageAnchoredCounter",
     "UsageUpdated",
     "WindowTrimmed",
     "async_count_tokens",
+    "compress",
+    "compress_json",
+    "compress_log",
+    "compress_snapshot",
+    "compress_text",
     "count_tokens_approximately",
     "ensure_message_id",
     "estimate_message_tokens",
