@@ -11,6 +11,7 @@ snapshot previews' parsers and written out as an aria-like outline.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, cast
 
@@ -29,7 +30,8 @@ DEFAULT_SNAPSHOT_DEPTH = 6
 _MAX_LINE = 400
 """A kept line longer than this (a text node holding a whole article) keeps both ends."""
 _NOISE = " [cursor=pointer]"
-"""Playwright's marker on clickable elements: noise on links and buttons, the only clue on a clickable div."""
+"""Playwright's marker on clickable elements: a deep element that has it is kept (a clickable div), then the
+marker is dropped everywhere (every kept element keeps its ref, which is what a click needs)."""
 _FLAVOR_LABEL: dict[SnapshotFlavor, str] = {
     "aria": "Playwright aria",
     "uid": "Chrome DevTools",
@@ -65,50 +67,66 @@ def _is_heading_role(role: str) -> bool:
 
 
 _ROLES = "|".join(sorted(INTERACTIVE_ROLES, key=len, reverse=True))
-_ROLE_OF: dict[str, re.Pattern[str]] = {
-    "aria": re.compile(r" *- '?([A-Za-z/][\w-]*)"),
-    "uid": re.compile(r" *uid=\S+ ([A-Za-z][\w-]*)"),
-}
+_ITEM: dict[str, str] = {"aria": r"- '?", "uid": r"uid=\S+ "}
+"""What starts an element's line, after its indentation."""
+_KEEP_ROLES = rf"(?i:{_ROLES}|heading)\b"
+_MARK = "\ue000"
+"""Put after the indentation of a kept deep line (a private-use character), so the pass that drops deep lines
+can tell them apart; removed at the end."""
 _INTERACTIVE_LINE: dict[str, re.Pattern[str]] = {
-    "aria": re.compile(rf"^ *- '?(?i:{_ROLES})\b", re.MULTILINE),
-    "uid": re.compile(rf"^ *uid=\S+ (?i:{_ROLES})\b", re.MULTILINE),
+    flavor: re.compile(rf"^ *{item}(?i:{_ROLES})\b", re.MULTILINE) for flavor, item in _ITEM.items()
 }
-_NOISE_ON_INTERACTIVE = re.compile(rf"^( *- '?(?i:{_ROLES})\b[^\n]*?) \[cursor=pointer\]", re.MULTILINE)
+_LONG_LINE = re.compile(rf"^[^\n]{{{_MAX_LINE + 1},}}", re.MULTILINE)
+
+
+class _DeepPatterns:
+    """The regular expressions that cut one flavor at one depth (compiled once per pair and cached)."""
+
+    __slots__ = ("drop", "keep", "keep_url", "role")
+
+    def __init__(self, flavor: str, depth: int) -> None:
+        deep, item = f"^ {{{2 * depth},}}+", _ITEM[flavor]
+        self.keep_url = re.compile(rf"{deep}({item}link\b[^\n]*)\n *+(- /url:)", re.MULTILINE)
+        self.keep = re.compile(rf"{deep}(?={item}(?:{_KEEP_ROLES}|[^\n]*\[cursor=pointer\]))", re.MULTILINE)
+        self.role = re.compile(rf"{deep}(?!{_MARK}){item}([A-Za-z/][\w-]*)", re.MULTILINE)
+        self.drop = re.compile(rf"{deep}(?!{_MARK})[^\n]*(?:\n|\Z)", re.MULTILINE)
+
+
+_PATTERNS: dict[tuple[str, int], _DeepPatterns] = {}
+
+
+def _patterns(flavor: str, depth: int) -> _DeepPatterns:
+    found = _PATTERNS.get((flavor, depth))
+    if found is None:
+        if len(_PATTERNS) > 64:
+            _PATTERNS.clear()
+        found = _PATTERNS[(flavor, depth)] = _DeepPatterns(flavor, depth)
+    return found
 
 
 def _compress_lines(content: str, flavor: SnapshotFlavor, depth: int, tally: _Tally) -> str:
-    """Aria and uid snapshots, line by line: lines shallower than `depth` are kept; deeper ones only when they
-    are interactive, clickable (`[cursor=pointer]`) or headings, re-indented to `depth`, with the `/url` of a
-    kept link. Only the deep lines are looked at closely (a 1 MB snapshot is 20,000 lines)."""
-    lines = content.split("\n")
-    tally.lines_in = len(lines)
+    """Aria and uid snapshots: lines shallower than `depth` are kept; deeper ones only when they are interactive,
+    clickable (`[cursor=pointer]`) or headings, re-indented to `depth`, with the `/url` line of a kept link.
+    Whole-text regular expressions, no per-line Python: a 1 MB snapshot is 20,000 lines."""
+    tally.lines_in = content.count("\n") + 1
     lift = "  " * depth
-    role_of = _ROLE_OF[flavor].match
-    out: list[str] = []
-    append = out.append
-    lifted_at = -1  # indentation of the last lifted element (its `/url` child follows it)
-    for line in lines:
-        if not line.startswith(lift):
-            append(line if len(line) <= _MAX_LINE else _clip_line(line))
-            continue
-        m = role_of(line)
-        role = m.group(1) if m is not None else ""
-        lower = role.lower()
-        if lower in INTERACTIVE_ROLES or _is_heading_role(lower) or _NOISE in line:
-            rest = line.lstrip(" ")
-            lifted_at = len(line) - len(rest)
-            append(_clip_line(lift + rest))
-        elif role == "/url" and lifted_at >= 0 and line.startswith(" " * (lifted_at + 2) + "- /url"):
-            append(_clip_line(lift + "  " + line.lstrip(" ")))
-            lifted_at = -1
-        else:
-            tally.drop(role.lstrip("/") or "text")
-            lifted_at = -1
-    text = "\n".join(out)
-    if flavor == "aria":
-        text = _NOISE_ON_INTERACTIVE.sub(r"\1", text)
+    p = _patterns(flavor, depth)
+    text = content.replace(_MARK, "") if _MARK in content else content
+    text = p.keep_url.sub(rf"{lift}{_MARK}\1\n{lift}  {_MARK}\2", text)
+    text = p.keep.sub(lift + _MARK, text)  # deep clickable elements are kept: `[cursor=pointer]` said so
+    text = text.replace(_NOISE, "")  # then it is noise: every kept element has its ref
+    roles = p.role.findall(text)
+    text, dropped = p.drop.subn("", text)
+    for role, count in Counter(roles).items():
+        tally.dropped[role.lstrip("/")] = tally.dropped.get(role.lstrip("/"), 0) + count
+    if dropped > len(roles):
+        tally.dropped["text"] = tally.dropped.get("text", 0) + dropped - len(roles)
+    text = text.replace(_MARK, "")
+    if text.endswith("\n") and not content.endswith("\n"):
+        text = text[:-1]
+    text = _LONG_LINE.sub(lambda m: _clip_line(m.group(0)), text)
     tally.interactive = len(_INTERACTIVE_LINE[flavor].findall(text))
-    tally.lines_out = len(out)
+    tally.lines_out = text.count("\n") + 1
     return text
 
 
