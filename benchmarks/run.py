@@ -17,7 +17,8 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
-content compressors and `MessageCompressor` (issue 13), by `benchmarks/compressors.py`.
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, and the content
+compressors and `MessageCompressor` (issue 13), by `benchmarks/compressors.py`.
 """
 
 from __future__ import annotations
@@ -331,6 +332,13 @@ def _compaction_module() -> Any:
     return compaction
 
 
+def _presets_module() -> Any:
+    """`benchmarks/presets.py` (the medium strategy preset's per-request overhead)."""
+    import presets
+
+    return presets
+
+
 def _checkpoints_module() -> Any:
     """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
     import checkpoints
@@ -354,6 +362,7 @@ def render_markdown(
     elapsed: float,
     checkpoints: Any = None,
     compaction: list[str] | None = None,
+    presets: list[str] | None = None,
     compressors: Any = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
@@ -419,6 +428,7 @@ def render_markdown(
         *_deep_module().markdown_lines(*deep, args.iterations),
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
+        *(presets or []),
         *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         "## Environment",
         "",
@@ -494,6 +504,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
     compaction_results, expected_calls = asyncio.run(_compaction_module().run(10_000, 3))
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
+    presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
+    presets = _presets_module().markdown_lines(presets_result)
     compressors = asyncio.run(_compressors_module().run(args.iterations))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
@@ -501,11 +513,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _deep_module().print_deep(*deep)
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
+    print("\n".join(presets))
     _compressors_module().print_compressors(compressors)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction, compressors),
+            render_markdown(
+                rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, compressors
+            ),
             encoding="utf-8",
         )
         print(f"wrote {args.output}")
@@ -514,6 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         and _middleware_module().all_ok(*middleware)
         and _deep_module().all_ok(*deep)
         and checkpoints.ok
+        and presets_result.ok
         and compressors.ok
     )
     if args.check and not ok:

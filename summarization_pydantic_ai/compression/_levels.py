@@ -4,11 +4,12 @@ how hard each compressor cuts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias
 
 __all__ = ["DEFAULT_CONSOLE_TOOLS", "DEFAULT_SNAPSHOT_TOOLS", "LEVELS", "CompressionLevel", "LevelSettings"]
 
-CompressionLevel = Literal["none", "low", "medium", "high"]
+CompressionLevel: TypeAlias = Literal["none", "low", "medium", "high"]
+"""How hard `MessageCompressor` compresses (see `LEVELS`); also `ContextConfig.compression_level`."""
 
 
 @dataclass(frozen=True, slots=True)
