@@ -21,11 +21,13 @@ from ._events import (
     CompactionSkipped,
     CompactionStarted,
     ContextEvent,
+    ContextReduced,
     EventCallback,
     LimitWarningIssued,
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PhaseCheckpointed,
     PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
@@ -80,6 +82,7 @@ from .context_manager import (
     truncate_text,
 )
 from .metrics import CheckpointRecord, ContextMetrics, MetricsSummary, ReductionRecord, RequestRecord
+from .phases import CompletedPhase, PhaseCheckpoints
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
@@ -87,6 +90,7 @@ from .processors import (
     SlidingWindowProcessor,
     SummarizationProcessor,
 )
+from .pruning import ImportancePruner, ImportanceScore, ImportanceWeights
 from .store import (
     DamagedRange,
     HistoryPage,
@@ -140,12 +144,14 @@ __all__ = [
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
+    "CompletedPhase",
     "CompressionLevel",
     "CompressionResult",
     "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
     "ContextMetrics",
+    "ContextReduced",
     "ContextSize",
     "ContextUsage",
     "CursorTable",
@@ -160,6 +166,9 @@ __all__ = [
     "HistoryStore",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "ImportancePruner",
+    "ImportanceScore",
+    "ImportanceWeights",
     "IncrementalCounter",
     "InvalidSessionIdError",
     "JsonHistoryStore",
@@ -173,6 +182,8 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PhaseCheckpointed",
+    "PhaseCheckpoints",
     "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
