@@ -17,8 +17,9 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
-medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, and importance pruning and
-phase checkpoints (issue 13), by `benchmarks/pruning.py`.
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, the content compressors and
+`MessageCompressor` (issue 13), by `benchmarks/compressors.py`, and importance pruning and phase checkpoints
+(issue 13), by `benchmarks/pruning.py`.
 """
 
 from __future__ import annotations
@@ -353,6 +354,13 @@ def _checkpoints_module() -> Any:
     return checkpoints
 
 
+def _compressors_module() -> Any:
+    """`benchmarks/compressors.py` (1 MB snapshot compression, MessageCompressor per-request cost)."""
+    import compressors
+
+    return compressors
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
@@ -363,6 +371,7 @@ def render_markdown(
     checkpoints: Any = None,
     compaction: list[str] | None = None,
     presets: list[str] | None = None,
+    compressors: Any = None,
     pruning: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
@@ -429,6 +438,7 @@ def render_markdown(
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
         *(presets or []),
+        *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         *(pruning or []),
         "## Environment",
         "",
@@ -506,6 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
     presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
     presets = _presets_module().markdown_lines(presets_result)
+    compressors = asyncio.run(_compressors_module().run(args.iterations))
     pruning_result = asyncio.run(_pruning_module().run_pruning(args.iterations))
     pruning = _pruning_module().markdown_lines(pruning_result)
     elapsed = time.perf_counter() - started
@@ -515,12 +526,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
     print("\n".join(presets))
+    _compressors_module().print_compressors(compressors)
     _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
             render_markdown(
-                rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, pruning
+                rows,
+                references,
+                middleware,
+                deep,
+                args,
+                elapsed,
+                checkpoints,
+                compaction,
+                presets,
+                compressors,
+                pruning,
             ),
             encoding="utf-8",
         )
@@ -531,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         and _deep_module().all_ok(*deep)
         and checkpoints.ok
         and presets_result.ok
+        and compressors.ok
         and pruning_result.ok
     )
     if args.check and not ok:
