@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from _common import Timing, build_history, fmt_time
@@ -202,8 +203,16 @@ class OverheadResult:
 
     @property
     def ok(self) -> bool:
+        """The targets, on the wall clock."""
         snapshots_ok = all(c.timing.median < SNAPSHOT_TARGET_S for c in self.cases if c.target)
         overhead_ok = max(self.own_output.median, self.originals.median) < OVERHEAD_TARGET_S
+        return snapshots_ok and overhead_ok
+
+    @property
+    def cpu_ok(self) -> bool:
+        """The targets, on this process's CPU time (what the wall clock shows on an idle machine)."""
+        snapshots_ok = all(c.timing.cpu_median < SNAPSHOT_TARGET_S for c in self.cases if c.target)
+        overhead_ok = max(self.own_output.cpu_median, self.originals.cpu_median) < OVERHEAD_TARGET_S
         return snapshots_ok and overhead_ok
 
 
@@ -267,10 +276,11 @@ def markdown_lines(r: OverheadResult) -> list[str]:
         "1,000-message browser-agent history (measured by `benchmarks/compressors.py`).",
         "",
         f"Targets: a 1 MB snapshot compressed in under {fmt_time(SNAPSHOT_TARGET_S)} (median): "
-        f"{fmt_time(snapshot.timing.median)} at depth 6; `MessageCompressor(level='medium')` at "
-        f"{r.size:,} messages when nothing new needs compressing under {fmt_time(OVERHEAD_TARGET_S)}: "
-        f"{fmt_time(r.own_output.median)} on its own output, {fmt_time(r.originals.median)} on the original "
-        f"messages ({'met' if r.ok else '**missed**'}).",
+        f"{fmt_time(snapshot.timing.median)} at depth 6 (CPU time {fmt_time(snapshot.timing.cpu_median)}); "
+        f"`MessageCompressor(level='medium')` at {r.size:,} messages when nothing new needs compressing under "
+        f"{fmt_time(OVERHEAD_TARGET_S)}: {fmt_time(r.own_output.median)} on its own output, "
+        f"{fmt_time(r.originals.median)} on the original messages. Wall clock: "
+        f"{'met' if r.ok else '**missed**'}; CPU time: {'met' if r.cpu_ok else '**missed**'}.",
         "",
         "| Compressor (1 MB input) | Before | After | Median | p90 | CPU time: median |",
         "|---|---:|---:|---:|---:|---:|",
@@ -297,8 +307,8 @@ def markdown_lines(r: OverheadResult) -> list[str]:
         "",
         f"{len(r.own_output.samples)} timed calls per row (garbage collector paused; 1 MB inputs: "
         f"{len(snapshot.timing.samples)} each). The CPU time is this process's (`time.process_time`): on a "
-        "shared machine the wall clock also counts the wait for a core. Targets are judged on the wall-clock "
-        f"median. Load average (1 min) at the end: {r.load}.",
+        "shared machine the wall clock also counts the wait for a core. Measured "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; load average (1 min) at the end: {r.load}.",
         "",
     ]
     return lines
@@ -317,7 +327,7 @@ def print_compressors(r: OverheadResult) -> None:
 def update_page(lines: list[str], page: Path = PAGE) -> None:
     """Replace this section of the generated page (or insert it before the environment section)."""
     text = page.read_text(encoding="utf-8")
-    section = "\n".join(lines)
+    section = "\n".join(lines) + "\n"
     pattern = re.compile(rf"^{re.escape(TITLE)}\n.*?(?=^## )", re.MULTILINE | re.DOTALL)
     if pattern.search(text):
         text = pattern.sub(lambda _: section, text, count=1)

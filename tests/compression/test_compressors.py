@@ -373,7 +373,7 @@ def test_a_deep_clickable_element_without_a_role_is_kept() -> None:
     filler = "\n".join(f"      - generic [ref=f{i}]:\n        - text: filler {i}" for i in range(100))
     content = (
         "- main [ref=e1]:\n  - generic [ref=e2]:\n    - generic [ref=e3]:\n"
-        '      - generic [ref=e4] [cursor=pointer]: Sign in\n' + filler
+        "      - generic [ref=e4] [cursor=pointer]: Sign in\n" + filler
     )
     text = compress_snapshot(content, depth=2).text
     assert "    - generic [ref=e4]: Sign in" in text.splitlines()  # lifted, the marker dropped with the rest
