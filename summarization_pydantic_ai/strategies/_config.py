@@ -10,6 +10,7 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from .._events import ContextEvent, EventCallback, emit_event
 from .._windows import resolve_max_tokens
+from ..compression import CompressionLevel
 from ..context_manager import ContextManagerMiddleware
 from ..metrics import ContextMetrics
 from ..processors import HistoryProcessor, SlidingWindowProcessor
@@ -18,7 +19,6 @@ from ..summarize import RUN_MODEL
 __all__ = ["STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
 
 Strategy: TypeAlias = Literal["sliding_window", "summarize"]
-CompressionLevel: TypeAlias = Literal["none", "low", "medium", "high"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 _LEVELS: tuple[str, ...] = get_args(CompressionLevel)
 _SAFETY_THRESHOLD = 0.95
