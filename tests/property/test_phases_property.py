@@ -44,7 +44,7 @@ def test_checkpoints_keep_the_history_valid_and_lose_nothing(history: list[Model
     assert validate_history(result) == []
     first = result[0]
     assert isinstance(first, ModelRequest)
-    [part] = [p for p in first.parts if isinstance(p, CompactionPart) and "Completed phases: one." in p.content]
+    [part] = [p for p in first.parts if isinstance(p, CompactionPart) and "Completed phases: one." in (p.content or "")]
     info = summary_info(first)
     assert info is not None and info["kind"] == "phase_checkpoint"
     assert sum(1 for m in result for p in m.parts if p is part) == 1
@@ -59,7 +59,7 @@ def test_checkpoints_keep_the_history_valid_and_lose_nothing(history: list[Model
             continue
         assert isinstance(message, ModelRequest), message
         for p in message.parts:
-            assert id(p) in folded or (isinstance(p, CompactionPart) and p.content in part.content), p
+            assert id(p) in folded or (isinstance(p, CompactionPart) and (p.content or "") in (part.content or "")), p
 
     # A later phase builds on the checkpoint: still valid, the instructions stay first, one checkpoint.
     later = list(result)
