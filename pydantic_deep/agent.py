@@ -125,6 +125,19 @@ def _default_middleware(context: ContextConfig | None, model: Any, counter: Toke
     return lambda: context.middleware(model, messages_path=session_messages_path, token_counter=counter)
 
 
+def _session_store(middleware: ContextManagerMiddleware | None) -> Any:
+    """The store phase checkpoints archive in: the one the middleware writes for the run's session."""
+    source = None if middleware is None else middleware.messages_path
+    if middleware is None or not callable(source):
+        return None if middleware is None else middleware.store
+
+    def store(ctx: RunContext[Any]) -> Any:
+        path = source(ctx)
+        return None if path is None else middleware.store_for(path)
+
+    return store
+
+
 def _check_context(context: Any, context_manager: Any) -> None:
     if context is None:
         return
@@ -210,7 +223,7 @@ def create_deep_agent(
     if evictor is not None:
         spine.append(evictor)
     if context is not None:
-        spine.extend(context.processors(model))
+        spine.extend(context.processors(model, history_store=_session_store(middleware)))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]

@@ -93,7 +93,7 @@ from .store import (
     validate_session_id,
     working_context,
 )
-from .strategies import STRATEGIES, CompressionLevel, ContextConfig, Strategy
+from .strategies import STRATEGIES, ContextConfig, Strategy
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -128,7 +128,6 @@ __all__ = [
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
-    "CompressionLevel",
     "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
