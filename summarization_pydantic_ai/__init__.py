@@ -21,11 +21,13 @@ from ._events import (
     CompactionSkipped,
     CompactionStarted,
     ContextEvent,
+    ContextReduced,
     EventCallback,
     LimitWarningIssued,
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PhaseCheckpointed,
     PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
@@ -69,6 +71,7 @@ from .context_manager import (
     truncate_text,
 )
 from .metrics import CheckpointRecord, ContextMetrics, MetricsSummary, ReductionRecord, RequestRecord
+from .phases import CompletedPhase, PhaseCheckpoints
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
@@ -76,6 +79,7 @@ from .processors import (
     SlidingWindowProcessor,
     SummarizationProcessor,
 )
+from .pruning import ImportancePruner, ImportanceScore, ImportanceWeights
 from .store import (
     DamagedRange,
     HistoryPage,
@@ -128,10 +132,12 @@ __all__ = [
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
+    "CompletedPhase",
     "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
     "ContextMetrics",
+    "ContextReduced",
     "ContextSize",
     "ContextUsage",
     "CursorTable",
@@ -146,6 +152,9 @@ __all__ = [
     "HistoryStore",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "ImportancePruner",
+    "ImportanceScore",
+    "ImportanceWeights",
     "IncrementalCounter",
     "InvalidSessionIdError",
     "JsonHistoryStore",
@@ -158,6 +167,8 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PhaseCheckpointed",
+    "PhaseCheckpoints",
     "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
