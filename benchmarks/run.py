@@ -17,7 +17,8 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
-medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`.
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, and the content
+compressors and `MessageCompressor` (issue 13), by `benchmarks/compressors.py`.
 """
 
 from __future__ import annotations
@@ -345,6 +346,13 @@ def _checkpoints_module() -> Any:
     return checkpoints
 
 
+def _compressors_module() -> Any:
+    """`benchmarks/compressors.py` (1 MB snapshot compression, MessageCompressor per-request cost)."""
+    import compressors
+
+    return compressors
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
@@ -355,6 +363,7 @@ def render_markdown(
     checkpoints: Any = None,
     compaction: list[str] | None = None,
     presets: list[str] | None = None,
+    compressors: Any = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -420,6 +429,7 @@ def render_markdown(
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
         *(presets or []),
+        *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -496,6 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
     presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
     presets = _presets_module().markdown_lines(presets_result)
+    compressors = asyncio.run(_compressors_module().run(args.iterations))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
@@ -503,10 +514,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
     print("\n".join(presets))
+    _compressors_module().print_compressors(compressors)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets),
+            render_markdown(
+                rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, compressors
+            ),
             encoding="utf-8",
         )
         print(f"wrote {args.output}")
@@ -516,6 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         and _deep_module().all_ok(*deep)
         and checkpoints.ok
         and presets_result.ok
+        and compressors.ok
     )
     if args.check and not ok:
         return 1

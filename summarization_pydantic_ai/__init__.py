@@ -32,6 +32,7 @@ from ._events import (
     SummarizerFallback,
     ToolOutputTruncated,
     ToolResultsCleared,
+    ToolResultsCompressed,
     UsageUpdated,
     WindowTrimmed,
 )
@@ -60,6 +61,16 @@ from ._tokens import (
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ._working_set import DEFAULT_TODO_TOOLS
+from .compression import (
+    COMPRESSED_METADATA_KEY,
+    CompressionResult,
+    MessageCompressor,
+    compress,
+    compress_json,
+    compress_log,
+    compress_snapshot,
+    compress_text,
+)
 from .context_manager import (
     DEFAULT_COMPRESSION_REQUEST,
     AgentDrivenCompression,
@@ -97,7 +108,7 @@ from .store import (
     validate_session_id,
     working_context,
 )
-from .strategies import STRATEGIES, ContextConfig, Strategy
+from .strategies import STRATEGIES, CompressionLevel, ContextConfig, Strategy
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -111,6 +122,7 @@ from .summarize import (
 )
 
 __all__ = [
+    "COMPRESSED_METADATA_KEY",
     "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_REQUIRED_SECTIONS",
@@ -133,6 +145,8 @@ __all__ = [
     "CompactionSkipped",
     "CompactionStarted",
     "CompletedPhase",
+    "CompressionLevel",
+    "CompressionResult",
     "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
@@ -163,6 +177,7 @@ __all__ = [
     "LimitWarningIssued",
     "LiveRequest",
     "MemoryReader",
+    "MessageCompressor",
     "MetricsSummary",
     "OverflowRecovered",
     "OverflowRecoveryFailed",
@@ -191,11 +206,17 @@ __all__ = [
     "ToolOutputTruncated",
     "ToolPairIndex",
     "ToolResultsCleared",
+    "ToolResultsCompressed",
     "Truncation",
     "UsageAnchoredCounter",
     "UsageUpdated",
     "WindowTrimmed",
     "async_count_tokens",
+    "compress",
+    "compress_json",
+    "compress_log",
+    "compress_snapshot",
+    "compress_text",
     "count_tokens_approximately",
     "ensure_message_id",
     "estimate_message_tokens",

@@ -33,6 +33,7 @@ __all__ = [
     "SummarizerFallback",
     "ToolOutputTruncated",
     "ToolResultsCleared",
+    "ToolResultsCompressed",
     "UsageUpdated",
     "WindowTrimmed",
     "emit_event",
@@ -178,6 +179,23 @@ class ToolResultsCleared:
     cleared: int
     tokens_reclaimed: int
     tool_call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ToolResultsCompressed:
+    """Old tool results were compressed in place (`MessageCompressor`): how many, and their size in characters
+    before and after."""
+
+    processor: str
+    compressed: int
+    chars_before: int
+    chars_after: int
+    tool_call_ids: tuple[str, ...]
+
+    @property
+    def reduction(self) -> float:
+        """The share of the characters removed (0.0 to 1.0)."""
+        return 1 - self.chars_after / self.chars_before if self.chars_before else 0.0
 
 
 @dataclass(frozen=True)
@@ -340,6 +358,7 @@ ContextEvent: TypeAlias = (
     | CompactionSkipped
     | WindowTrimmed
     | ToolResultsCleared
+    | ToolResultsCompressed
     | LimitWarningIssued
     | AgentCompressionRequested
     | AgentCompressionCompleted

@@ -17,7 +17,7 @@ from ..phases import PhaseCheckpoints
 from ..summarize import RUN_MODEL
 from ._stacks import ERRORS_KEPT, StoreSource, build_steps
 
-__all__ = ["STRATEGIES", "ContextConfig", "Strategy"]
+__all__ = ["STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
 
 Strategy: TypeAlias = Literal["sliding_window", "checkpoint", "hybrid", "summarize"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)

@@ -10,11 +10,11 @@ from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
 from .._events import EventCallback
+from .._working_set import has_tool_error
 from ..compression import MessageCompressor
 from ..phases import PhaseCheckpoints
 from ..processors import SlidingWindowProcessor
 from ..pruning import ImportancePruner
-from .._working_set import has_tool_error
 from ..store import HistoryStore
 
 if TYPE_CHECKING:
@@ -66,9 +66,7 @@ def _compressor(build: _Build) -> MessageCompressor:
 
 def _checkpoints(build: _Build) -> PhaseCheckpoints:
     phases = build.config.checkpoint_phases
-    return PhaseCheckpoints(
-        history_store=build.history_store, phases=phases or None, event_callback=build.callback
-    )
+    return PhaseCheckpoints(history_store=build.history_store, phases=phases or None, event_callback=build.callback)
 
 
 def _pruner(build: _Build) -> ImportancePruner:
