@@ -21,9 +21,11 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from _common import Timing, build_history, fmt_time
+from pydantic_ai.messages import ModelMessage
 
 from summarization_pydantic_ai import (
     ContextEvent,
@@ -60,6 +62,8 @@ class PruningResults:
     checkpoints: dict[int, Timing]
     iterations: int
     load: str = field(default_factory=lambda: f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    """The machine's load when the run ended: on a shared machine every figure is slower than on an idle one."""
+    date: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     @property
     def ok(self) -> bool:
@@ -87,7 +91,7 @@ async def _steady(size: int, iterations: int) -> Timing:
 async def _prune(size: int) -> PruneCase:
     samples: list[float] = []
     events: list[ContextEvent] = []
-    result: list[object] = []
+    result: list[ModelMessage] = []
     for _ in range(PRUNE_REPEATS):
         history, _ = build_history(size)  # fresh objects: no cached counts
         target = count_tokens_approximately(history) // 2
@@ -96,7 +100,7 @@ async def _prune(size: int) -> PruneCase:
         started = time.perf_counter()
         result = await pruner(history)
         samples.append(time.perf_counter() - started)
-        assert validate_history(result) == []  # type: ignore[arg-type]
+        assert validate_history(result) == []
     event = events[-1]
     assert isinstance(event, ContextReduced)
     return PruneCase(size, Timing(samples), event.tokens_before, event.tokens_after, len(result))
@@ -133,7 +137,7 @@ async def run_pruning(iterations: int) -> PruningResults:
 def markdown_lines(r: PruningResults) -> list[str]:
     target = r.steady[TARGET_SIZE]
     lines = [
-        "## Importance pruning and phase checkpoints",
+        "## Importance pruning and phase checkpoints (issue 13)",
         "",
         "`ImportancePruner` below its trigger: one plain call after the history grew by a response and a request "
         "(the cost of every model request while nothing needs pruning; the token count is incremental). "
@@ -165,7 +169,7 @@ def markdown_lines(r: PruningResults) -> list[str]:
         *(f"| {size:,} messages | {fmt_time(t.median)} | {fmt_time(t.p90)} |" for size, t in r.checkpoints.items()),
         "",
         f"{r.iterations} timed calls per size below the trigger; {PRUNE_REPEATS} prunes and checkpoints per size. "
-        f"Load average (1 min) at the end: {r.load}.",
+        f"Measured {r.date}; load average (1 min) at the end: {r.load} (a shared machine: compare medians).",
         "",
     ]
     return lines

@@ -17,8 +17,9 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
-medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, and the content
-compressors and `MessageCompressor` (issue 13), by `benchmarks/compressors.py`.
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, the content compressors and
+`MessageCompressor` (issue 13), by `benchmarks/compressors.py`, and importance pruning and phase checkpoints
+(issue 13), by `benchmarks/pruning.py`.
 """
 
 from __future__ import annotations
@@ -339,6 +340,13 @@ def _presets_module() -> Any:
     return presets
 
 
+def _pruning_module() -> Any:
+    """`benchmarks/pruning.py` (ImportancePruner and PhaseCheckpoints)."""
+    import pruning
+
+    return pruning
+
+
 def _checkpoints_module() -> Any:
     """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
     import checkpoints
@@ -364,6 +372,7 @@ def render_markdown(
     compaction: list[str] | None = None,
     presets: list[str] | None = None,
     compressors: Any = None,
+    pruning: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -430,6 +439,7 @@ def render_markdown(
         *(compaction or []),
         *(presets or []),
         *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
+        *(pruning or []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -507,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
     presets = _presets_module().markdown_lines(presets_result)
     compressors = asyncio.run(_compressors_module().run(args.iterations))
+    pruning_result = asyncio.run(_pruning_module().run_pruning(args.iterations))
+    pruning = _pruning_module().markdown_lines(pruning_result)
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
@@ -515,11 +527,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(compaction))
     print("\n".join(presets))
     _compressors_module().print_compressors(compressors)
+    _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
             render_markdown(
-                rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, compressors
+                rows,
+                references,
+                middleware,
+                deep,
+                args,
+                elapsed,
+                checkpoints,
+                compaction,
+                presets,
+                compressors,
+                pruning,
             ),
             encoding="utf-8",
         )
@@ -531,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         and checkpoints.ok
         and presets_result.ok
         and compressors.ok
+        and pruning_result.ok
     )
     if args.check and not ok:
         return 1

@@ -64,10 +64,11 @@ _SCAN_CHARS = 4_000
 """Error words are looked for in the head and tail of a text only: a 1 MB tool output costs the same as 8 KB."""
 _URL = re.compile(r"https?://[^\s\"'<>)\]]+")
 _REF = re.compile(r"\bref[=:]\s*[\"']?([\w-]+)")  # accessibility-tree element refs: ref=e12, ref: "e12"
-_DELIMITERS = re.compile(r"[\s\"'`()\[\]{}<>,;=]+")
+_D = r"\s\"'`()\[\]{}<>,;="  # what ends a path in text, JSON or markup
+_SLASHED = re.compile(rf"(?<![^{_D}])[^{_D}/]*+/[^{_D}]*+")
 _PATH = re.compile(r"/?(?:[\w.-]+/)+[\w-]+\.\w{1,8}")
-# Paths are found by splitting on delimiters and matching whole tokens: a pattern that searches for them inside
-# the text backtracks over every word, and was most of the cost of scoring a tool-heavy history.
+# Paths are looked for only in the whitespace-separated chunks that hold a slash, from word starts, with possessive
+# runs: a pattern searching the whole text backtracks over every word (it was most of the cost of scoring).
 _MAX_KEYS_PER_MESSAGE = 200
 
 
@@ -185,11 +186,9 @@ def _text_keys(text: str, keys: set[str]) -> None:
     if "ref" in text:
         keys.update("ref=" + ref for ref in _REF.findall(text))
     if "/" in text:
-        keys.update(
-            token.rstrip(".:")
-            for token in _DELIMITERS.split(text)
-            if "/" in token and "." in token and not token.startswith("http") and _PATH.fullmatch(token.rstrip(".:"))
-        )
+        slashed = (found for chunk in text.split() if "/" in chunk for found in _SLASHED.findall(chunk))
+        words = (word.rstrip(".:") for word in slashed if not word.startswith("http"))
+        keys.update(word for word in words if _PATH.fullmatch(word))
 
 
 def _reference_keys(message: ModelMessage) -> set[str]:

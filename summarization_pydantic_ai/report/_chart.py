@@ -183,7 +183,7 @@ def cost_chart(cumulative: Sequence[float | None]) -> str:
         [
             f'<svg id="cost-chart" class="chart" viewBox="0 0 {WIDTH} 220" role="img" '
             'aria-label="Cumulative cost per request">',
-            _axes(frame, lambda v: f"${v:,.2f}" if frame.top_value >= 1 else f"${v:,.4f}"),
+            _axes(frame, lambda v: f"${v:,.2f}" if frame.top_value >= 0.1 else f"${v:,.4f}"),
             _polylines(frame, list(enumerate(cumulative, 1)), "cost"),
             "</svg>",
         ]

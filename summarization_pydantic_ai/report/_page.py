@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from decimal import Decimal
 from html import escape
 
 from .._render import elide_middle
+from ..cost import CostTotals, Spend, format_cost
 from ._chart import MAX_LISTED, context_chart, cost_chart, format_tokens
 from ._timeline import SessionTimeline, ToolOutput
 
@@ -22,15 +24,11 @@ _MAX_SUMMARY_CHARS = 20_000
 
 @dataclass(frozen=True)
 class CostView:
-    """What the report says about cost: a cumulative figure per request (`None` once a price is unknown)."""
+    """What the report says about cost: the session's totals, and a cumulative figure per request."""
 
     cumulative: Sequence[float | None]
-    total_usd: float | None
-    """`None` when some request's price is unknown (never reported as 0)."""
-    summarizer_usd: float | None = None
-    unknown_models: Sequence[str] = field(default_factory=tuple[str, ...])
-    input_tokens: int = 0
-    output_tokens: int = 0
+    """USD after each request; a lower bound once a request is unpriced; `None` while no request is priced."""
+    totals: CostTotals
 
 
 _CSS = """
@@ -74,12 +72,8 @@ def _cards(timeline: SessionTimeline, cost: CostView | None) -> str:
         ("peak context", format_tokens(max(known)) if known else "?"),
     ]
     if cost is not None:
-        items.append(("total cost", _usd(cost.total_usd)))
+        items.append(("total cost", format_cost(cost.totals)))
     return '<div class="cards">' + "".join(f'<div class="card"><b>{v}</b>{k}</div>' for k, v in items) + "</div>"
-
-
-def _usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
@@ -207,17 +201,34 @@ def _legend() -> str:
     )
 
 
+def _spent(spend: Spend) -> str:
+    return format_cost(spend) if spend.requests else "nothing (no request)"
+
+
 def _cost_section(cost: CostView | None) -> str:
     if cost is None:
         return ""
-    notes = [f"Total {_usd(cost.total_usd)}"]
-    if cost.summarizer_usd is not None:
-        notes.append(f"of which the summarizer {_usd(cost.summarizer_usd)}")
-    notes.append(f"{cost.input_tokens:,} input and {cost.output_tokens:,} output tokens")
-    if cost.unknown_models:
-        notes.append("price unknown for " + ", ".join(cost.unknown_models))
+    totals = cost.totals
+    total = totals.total
+    notes = [
+        f"Total {format_cost(totals)} for {total.requests:,} model requests",
+        f"the agent {_spent(totals.agent)}, the summarizer {_spent(totals.summarizer)}, "
+        f"overflow retries {_spent(totals.overflow_retry)}",
+        f"{total.input_tokens:,} input tokens ({total.cache_read_tokens:,} read from cache), "
+        f"{total.output_tokens:,} output tokens",
+    ]
+    if totals.savings:
+        saved = [s.saved_usd for s in totals.savings]
+        known = [s for s in saved if s is not None]
+        usd = format_cost(sum(known, Decimal(0)) if len(known) == len(saved) else None)
+        notes.append(f"compaction spared later requests about {totals.tokens_saved:,} input tokens ({usd})")
+    if totals.unpriced_models:
+        notes.append(
+            "price unknown for " + ", ".join(totals.unpriced_models) + " (the line counts the priced requests only)"
+        )
+    drawn = any(c is not None for c in cost.cumulative)
     return (
-        f'<h2>Cumulative cost</h2><div class="panel">{cost_chart(cost.cumulative)}'
+        f'<h2>Cumulative cost</h2><div class="panel">{cost_chart(cost.cumulative) if drawn else ""}'
         f'<p class="muted">{escape("; ".join(notes))}.</p></div>'
     )
 

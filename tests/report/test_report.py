@@ -85,6 +85,39 @@ def test_the_page_is_self_contained_and_small(scripted: Path, tmp_path: Path) ->
     assert f"Session {SESSION_ID}" in html and "/large_tool_results/step-20_" in html
 
 
+def test_the_cost_is_the_cost_modules_and_adds_up_request_by_request(scripted: Path) -> None:
+    from summarization_pydantic_ai.cost import format_cost, session_costs
+    from summarization_pydantic_ai.report._cost import cost_view
+
+    records = _records(scripted)
+    totals = session_costs(records)
+    assert totals.total.cost_usd is not None and totals.total.cost_usd > 0 and not totals.unpriced_models
+    view = cost_view(records)
+    assert view.totals == totals
+    assert len(view.cumulative) == 200 and view.cumulative[-1] == pytest.approx(float(totals.total.cost_usd))
+    known = [c for c in view.cumulative if c is not None]
+    assert len(known) == 200 and known == sorted(known) and known[0] > 0
+    html = write_session_report(scripted, scripted.parent / "cost.html").read_text(encoding="utf-8")
+    assert 'id="cost-chart"' in html and f"Total {format_cost(totals)} for 200 model requests" in html
+
+
+def test_an_unpriced_model_is_unknown_cost_never_zero() -> None:
+    from summarization_pydantic_ai.report import render_session_report
+
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("hi")]),
+        ModelResponse(
+            parts=[TextPart("hello")],
+            usage=RequestUsage(input_tokens=900, output_tokens=5),
+            model_name="no-such-model-xyz",
+        ),
+    ]
+    html = render_session_report(messages, title="t")
+    assert "<b>unknown</b>total cost" in html and "Total unknown for 1 model requests" in html
+    assert "price unknown for no-such-model-xyz" in html and "$0" not in html, "never reported as 0"
+    assert 'id="cost-chart"' not in html, "no line: nothing is priced"
+
+
 def test_each_response_carries_the_measure_of_its_request(tmp_path: Path) -> None:
     usage: list[UsageUpdated] = []
 

@@ -44,7 +44,7 @@ def test_the_report_opens_offline_in_chromium(tmp_path: Path) -> None:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
+            page = browser.new_page(viewport={"width": 1200, "height": 1120})
             page.on("request", lambda request: requests.append(request.url))
             page.goto(report.as_uri(), wait_until="load")
             assert page.locator("#context-chart").is_visible()
@@ -52,14 +52,15 @@ def test_the_report_opens_offline_in_chromium(tmp_path: Path) -> None:
             width = page.eval_on_selector("#context-chart polyline.context", "e => e.getBBox().width")
             assert points == 200 and width > 800, "one line across the chart, a point per request"
             assert page.locator("#context-chart polyline.threshold").count() == 1
+            assert page.eval_on_selector("#cost-chart polyline.cost", "e => e.points.length") == 200
             assert page.locator("#context-chart .marker.compaction").count() == 3
             assert page.locator("#context-chart .marker.eviction").count() == 5
             assert all(page.locator("#context-chart .marker.eviction").nth(i).is_visible() for i in range(5))
             title = page.locator("#context-chart .marker.compaction title").first.text_content() or ""
             assert "Compaction 1 at request 60" in title and "→" in title
+            page.screenshot(path=str(screenshot))
             page.locator("#context-chart .marker.compaction").first.click()
             assert page.evaluate("location.hash") == "#compaction-1", "a marker leads to its row"
-            page.screenshot(path=str(screenshot))
         finally:
             browser.close()
     assert requests == [report.as_uri()], f"the page made network requests: {requests[1:]}"
