@@ -4,7 +4,7 @@ In the engine (not the harness) so that any pydantic-ai agent can use it. Prices
 (`calc_price`); a model it does not know has its tokens counted and its cost reported as unknown, never as 0.
 """
 
-from ._budget import BudgetExceededError
+from ._budget import BudgetExceededError, amount_text
 from ._capability import CostTrackingMiddleware
 from ._ledger import CostLedger, Priced, session_costs
 from ._records import REQUEST_KIND_KEY, SUMMARIZER_USAGE_KEY, RequestKind, report_summarizer_usage
@@ -21,6 +21,7 @@ __all__ = [
     "Priced",
     "RequestKind",
     "Spend",
+    "amount_text",
     "format_cost",
     "report_summarizer_usage",
     "session_costs",

@@ -9,7 +9,7 @@ from decimal import Decimal
 from genai_prices import calc_price
 from pydantic_ai.usage import RequestUsage
 
-from .._windows import PROVIDER_ALIASES
+from .._windows import PROVIDER_ALIASES, is_offline_model
 
 __all__ = ["model_label", "price_usage"]
 
@@ -42,6 +42,8 @@ def price_usage(usage: RequestUsage, model: str | None, provider: str | None, *,
 
 
 def _warn_unknown(label: str) -> None:
+    if is_offline_model(label):
+        return  # pydantic-ai's scripted TestModel / FunctionModel: no price to look for
     with _warned_lock:
         first = label not in _warned
         _warned.add(label)
