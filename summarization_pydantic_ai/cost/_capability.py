@@ -127,7 +127,8 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: ModelResponse
     ) -> ModelResponse:
         state = self._state
-        await self._count_summaries(ctx, state)  # an overflow retry's compaction happened since the request
+        if state.retrying:
+            await self._count_summaries(ctx, state)  # overflow recovery may have compacted since the request
         kind = "overflow_retry" if state.retrying else "agent"
         state.retrying = False
         if kind != "agent":
@@ -178,7 +179,10 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         return self.history_store
 
     async def _count_summaries(self, ctx: RunContext[Any], state: RunCost) -> None:
-        for summary in summaries_in(ctx.messages):
+        # Only what is new since the last look (a compaction replaces from its summary on): O(new messages).
+        change = state.cursor.advance(ctx.messages)
+        new = [*(ctx.messages[i] for i in change.edited), *ctx.messages[change.start :]]
+        for summary in summaries_in(new):
             state.session.add_summary(summary)
             for priced in state.run.add_summary(summary):
                 await self._report(priced, state)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 from pydantic_ai.usage import RequestUsage
 
+from .._cursor import HistoryCursor
 from ._ledger import CostLedger
 from ._spend import CostTotals
 
@@ -29,6 +30,8 @@ class RunCost:
     retrying: bool = False
     """The provider rejected the request as too long: the next response answers an overflow retry."""
     warned: set[str] = field(default_factory=set[str])
+    cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False))
+    """Where the run's history was looked at for new summaries."""
 
 
 @dataclass
