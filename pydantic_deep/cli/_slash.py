@@ -113,6 +113,7 @@ def context_report(state: ChatState) -> list[Text | str]:
         f"Cost        {_cost_line(state.session_cost())}",
         f"History     {path} ({format_bytes(size)})",
         f"Session     {state.id}",
+        *_metrics_lines(state),
     ]
 
 
@@ -158,6 +159,14 @@ def cost_report(state: ChatState) -> list[str]:
 async def _cost(state: ChatState, arg: str) -> None:
     for line in cost_report(state):
         state.ui.line(line)
+
+
+def _metrics_lines(state: ChatState) -> list[Text | str]:
+    """The `ContextMetrics` summary of this chat (requests made since the session was opened here)."""
+    summary = state.metrics.summary()
+    if not summary.requests:
+        return [Text("Metrics     no request yet in this chat", style="dim")]
+    return [Text("Metrics (this chat)", style="bold"), *summary.lines()]
 
 
 async def _context(state: ChatState, arg: str) -> None:

@@ -15,7 +15,9 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 
 from summarization_pydantic_ai import (
+    ContextEvent,
     ContextManagerMiddleware,
+    ContextMetrics,
     CostTotals,
     CostTrackingMiddleware,
     JsonHistoryStore,
@@ -75,6 +77,8 @@ class ChatState:
     deps: DeepAgentDeps = field(init=False)
     middleware: ContextManagerMiddleware = field(init=False)
     cost: CostTrackingMiddleware = field(init=False)
+    metrics: ContextMetrics = field(init=False)
+    """Requests, usage, reductions of this chat in this session (`/context` shows the summary)."""
     checkpoints: CheckpointMiddleware = field(init=False)
     agent: Agent[DeepAgentDeps, Any] = field(init=False)
 
@@ -143,13 +147,14 @@ class ChatState:
 
         self.deps = self.manager.deps(self.id, workspace=self.workdir)
         window = self.resolved.max_tokens
+        self.metrics = ContextMetrics()
         self.middleware = ContextManagerMiddleware(
             messages_path=self.messages_path,
             summarization_model=self.resolved.summarization_model,
             max_tokens=window,
             model_name=None if window else self.resolved.name,
             keep=("messages", KEEP_MESSAGES),
-            event_callback=self.ui.context_event,
+            event_callback=self._context_event,
         )
         self.ui.threshold = self.middleware.compress_threshold
         self.cost = CostTrackingMiddleware(session_max_cost_usd=self.max_cost, context_manager=self.middleware)
@@ -164,5 +169,9 @@ class ChatState:
             eviction=EvictionProcessor(token_limit=limit, event_callback=self.ui.context_event),
             memory=True,
             history_search=True,
-            capabilities=[self.checkpoints],
+            capabilities=[self.metrics, self.checkpoints],
         )
+
+    def _context_event(self, event: ContextEvent) -> None:
+        self.metrics.record(event)
+        self.ui.context_event(event)
