@@ -160,7 +160,7 @@ async def test_an_unknown_model_counts_tokens_reports_unknown_cost_and_warns_onc
 
 async def test_warning_events_and_the_message_to_the_model(tmp_path: Path) -> None:
     seen: list[list[ModelMessage]] = []
-    reader = Reader()
+    reader = Reader(reads=3)  # four requests: the warning is given once, at the second
 
     def spy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(messages)
@@ -176,8 +176,11 @@ async def test_warning_events_and_the_message_to_the_model(tmp_path: Path) -> No
 
     warnings = [e for e in events if isinstance(e, BudgetWarningIssued)]
     assert len(warnings) == 1 and warnings[0].budget == "max_cost_usd"
-    told = [p for p in seen[1][-1].parts if "Budget warning: max_cost_usd" in str(getattr(p, "content", ""))]
-    assert len(told) == 1
+    told = [
+        [p for p in request[-1].parts if "Budget warning: max_cost_usd" in str(getattr(p, "content", ""))]
+        for request in seen
+    ]
+    assert [len(parts) for parts in told] == [0, 1, 0, 0]
     assert not any("Budget warning" in str(m) for m in result.all_messages()), "the history keeps no trace of it"
 
 
