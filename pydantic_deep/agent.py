@@ -27,6 +27,7 @@ from summarization_pydantic_ai import (
     UsageAnchoredCounter,
     count_tokens_approximately,
 )
+from summarization_pydantic_ai.strategies import ContextConfig
 
 from .deps import DeepAgentDeps
 from .eviction import EvictionProcessor
@@ -117,6 +118,27 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
         raise ValueError(f"two features define the tool {name!r}: {' and '.join(owners)}; {hint}")
 
 
+def _default_middleware(context: ContextConfig | None, model: Any, counter: TokenCounter) -> Any:
+    """The factory of the default context manager: the strategy's, when there is one."""
+    if context is None:
+        return lambda: ContextManagerMiddleware(messages_path=session_messages_path, token_counter=counter)
+    return lambda: context.middleware(model, messages_path=session_messages_path, token_counter=counter)
+
+
+def _check_context(context: Any, context_manager: Any) -> None:
+    if context is None:
+        return
+    if not isinstance(context, ContextConfig):
+        raise TypeError(f"context must be a ContextConfig, got {context!r}")
+    if isinstance(context_manager, ContextManagerMiddleware):
+        raise ValueError(
+            "pass either context=ContextConfig(...) (it builds the context manager) or context_manager=, not both; "
+            "to tune the strategy's middleware use context.middleware(model, ...) and no context="
+        )
+    if context_manager in (False, None) and context.strategy == "summarize":
+        raise ValueError("the 'summarize' strategy summarizes in the context manager: leave context_manager on")
+
+
 def create_deep_agent(
     model: Any = None,
     *,
@@ -132,6 +154,7 @@ def create_deep_agent(
     filesystem: bool = True,
     patch_tool_calls: bool = True,
     capabilities: Sequence[AbstractCapability[Any]] = (),
+    context: ContextConfig | None = None,
     **agent_kwargs: Any,
 ) -> Agent[DeepAgentDeps, Any]:
     """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
@@ -153,6 +176,9 @@ def create_deep_agent(
         filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).
         patch_tool_calls: repair histories (unanswered or misplaced tool results) before anything reads them.
         capabilities: your processors and capabilities; they run between eviction and the context manager.
+        context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
+            middleware is the context manager (writing the session's `messages.json`), and its metrics observe
+            every request from the outside. Leave `context_manager` at its default with it (or `False`).
         **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
 
     Example:
@@ -163,10 +189,11 @@ def create_deep_agent(
     """
     # With agent-driven compression both measure alike (usage-anchored), so its trigger comes first.
     counter: TokenCounter = UsageAnchoredCounter() if agent_driven else count_tokens_approximately
+    _check_context(context, context_manager)
     middleware = _pick(
         context_manager,
         ContextManagerMiddleware,
-        lambda: ContextManagerMiddleware(messages_path=session_messages_path, token_counter=counter),
+        _default_middleware(context, model, counter),
         "context_manager",
     )
     evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
@@ -176,10 +203,14 @@ def create_deep_agent(
             "(tool hooks run innermost first); leave it None when eviction is on, the full output stays readable"
         )
     spine: list[AbstractCapability[Any]] = []
+    if context is not None and context.metrics is not None:
+        spine.append(context.metrics)  # an observer, outermost: it sees each request as it comes and as it goes
     if patch_tool_calls:
         spine.append(PatchToolCalls())
     if evictor is not None:
         spine.append(evictor)
+    if context is not None:
+        spine.extend(context.processors(model))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]

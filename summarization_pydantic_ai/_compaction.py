@@ -28,6 +28,7 @@ from ._merged_pins import merge_into_summary
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._tokens import estimate_message_tokens
 from ._working_set import PreservedItem, WorkingSetOptions, apply_working_set
+from .cost._records import SUMMARIZER_USAGE_KEY, collect_summarizer_usage
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
 from .summarize._models import ModelUnavailable
 from .summarize._protocol import LiveRequest
@@ -145,6 +146,8 @@ class SummaryOutcome:
     summarizer: str
     duration_s: float
     fallback_reason: str | None = None
+    usage: tuple[dict[str, Any], ...] = ()
+    """The model calls the summarizer made (`report_summarizer_usage`), recorded under `SUMMARIZER_USAGE_KEY`."""
 
 
 def summarizer_name(summarizer: Summarizer) -> str:
@@ -191,6 +194,20 @@ async def summarize_with_fallback(
         kept_messages=kept_messages,
     )
     started = time.perf_counter()
+    with collect_summarizer_usage() as calls:
+        outcome = await _summarize(plan, summarizer, request, latest_request, fallback, required_sections, warning)
+    return replace(outcome, duration_s=time.perf_counter() - started, usage=tuple(calls))
+
+
+async def _summarize(
+    plan: CompactionPlan,
+    summarizer: Summarizer,
+    request: SummaryRequest,
+    latest_request: str | None,
+    fallback: DeterministicSummarizer | None,
+    required_sections: Sequence[str],
+    warning: WarnOnce | None,
+) -> SummaryOutcome:
     paths = touched_paths(plan.span)
     reasons: list[str] = []
     if not isinstance(summarizer, DeterministicSummarizer):
@@ -204,7 +221,7 @@ async def summarize_with_fallback(
                 reasons.append(f"{type(exc).__name__}: {exc}")
                 continue
             text = complete_summary(text, required_sections=(), latest_request=None, paths=paths)
-            return SummaryOutcome(text, summarizer_name(summarizer), time.perf_counter() - started)
+            return SummaryOutcome(text, summarizer_name(summarizer), 0.0)
         (warning or WarnOnce()).warn(summarizer_name(summarizer), reasons[-1])
     fallback = fallback or DeterministicSummarizer()
     text = complete_summary(
@@ -214,7 +231,7 @@ async def summarize_with_fallback(
         paths=paths,
     )
     reason = " | ".join(dict.fromkeys(reasons)) if reasons else None
-    return SummaryOutcome(text, fallback.name, time.perf_counter() - started, reason)
+    return SummaryOutcome(text, fallback.name, 0.0, reason)
 
 
 async def _checked_summary(
@@ -266,6 +283,8 @@ def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focu
         "covered_messages": len(plan.span),
         "replaces_summaries": list(plan.previous_summary_ids),
         "summarizer": outcome.summarizer,
+        # What the working set kept verbatim (for the session report; the event has the message ids).
+        "preserved": [{"kind": p.kind, "messages": p.messages, "tokens": p.tokens} for p in plan.preserved],
         "created_at": datetime.now(UTC).isoformat(),
     }
     if covers:
@@ -274,7 +293,10 @@ def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focu
         info["fallback_reason"] = outcome.fallback_reason
     if focus:
         info["focus"] = focus
-    summary = CompactionPart(content=outcome.text, metadata={SUMMARY_METADATA_KEY: info})
+    metadata: dict[str, Any] = {SUMMARY_METADATA_KEY: info}
+    if outcome.usage:
+        metadata[SUMMARIZER_USAGE_KEY] = list(outcome.usage)
+    summary = CompactionPart(content=outcome.text, metadata=metadata)
     return ModelRequest(parts=[summary, *plan.carried])
 
 

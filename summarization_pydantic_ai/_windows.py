@@ -15,7 +15,7 @@ DEFAULT_MAX_TOKENS = 200_000
 """What the middleware assumes when a model's window is unknown (always reported, never silent)."""
 
 # pydantic-ai provider prefixes whose genai-prices provider id differs.
-_PROVIDER_ALIASES = {
+PROVIDER_ALIASES = {
     "google-gla": "google",
     "google-vertex": "google",
     "google-cloud": "google",
@@ -52,7 +52,7 @@ def _lookup(name: str) -> int | None:
     provider, sep, model_ref = name.partition(":")
     if not sep:
         provider, model_ref = "", name
-    provider_id = _PROVIDER_ALIASES.get(provider, provider) or None
+    provider_id = PROVIDER_ALIASES.get(provider, provider) or None
     for candidate in (provider_id, None) if provider_id else (None,):
         try:
             _, model = snapshot.find_provider_model(model_ref, None, candidate, None)

@@ -159,6 +159,8 @@ class CompressionMixin:
         if problems:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
         link_summary(result, merged)
+        tokens_after = await async_count_tokens(self.token_counter, result)
+        _note_sizes(merged, size.tokens, tokens_after)
         if store is not None:
             # The commit: every replaced message is in the archive before the summary, and the working history
             # changes only once both are written (an exception here leaves it exactly as it was).
@@ -166,7 +168,6 @@ class CompressionMixin:
             await store.append([merged])
         with self._shared.lock:
             self._shared.compression_count += 1
-        tokens_after = await async_count_tokens(self.token_counter, result)
         completed = completed_event(
             NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
         )
@@ -192,6 +193,14 @@ def link_summary(result: list[ModelMessage], summary: ModelRequest) -> None:
     assert info is not None
     info["working_before"] = [get_message_id(m) for m in result[:position]]
     info["working_after"] = [get_message_id(m) for m in result[position + 1 :]]
+
+
+def _note_sizes(summary: ModelRequest, tokens_before: int, tokens_after: int) -> None:
+    """Record the working context's size before and after the compaction (our count) with the summary: what it
+    removed, for the savings estimate (`session_costs`) and the session report."""
+    info = summary_info(summary)
+    assert info is not None
+    info["tokens_before"], info["tokens_after"] = tokens_before, tokens_after
 
 
 def _with_rehydration_hint(summary: ModelRequest) -> ModelRequest:

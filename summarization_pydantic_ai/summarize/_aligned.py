@@ -14,6 +14,7 @@ import anyio
 from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
 
 from .._tokens import count_tokens_approximately, estimate_text_tokens
+from ..cost._records import report_summarizer_usage
 from ._deterministic import latest_request_from_summary, latest_user_request
 from ._models import RUN_MODEL, model_window
 from ._protocol import SummarizerError, SummaryRequest
@@ -84,6 +85,7 @@ async def aligned_summary(summarizer: LLMSummarizer, model: Any, request: Summar
         raise SummarizerError(f"summary model timed out after {summarizer.timeout}s") from exc
     except Exception as exc:
         raise SummarizerError(f"summary model failed: {type(exc).__name__}: {exc}") from exc
+    report_summarizer_usage(response.usage, response.model_name, response.provider_name)
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart)).strip()
     if not text:
         raise SummarizerError("the summary model answered without text (a tool call?)")

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from .._render import render_message
 from .._tokens import CHARS_PER_TOKEN
 from .._windows import DEFAULT_MAX_TOKENS
+from ..cost._records import report_summarizer_usage
 from ._aligned import aligned_summary, fits_aligned
 from ._deterministic import latest_request_from_summary, latest_user_request
 from ._models import RUN_MODEL, ModelUnavailable, check_model_name, model_window
@@ -182,6 +183,9 @@ class LLMSummarizer:
             raise SummarizerError(f"summary model timed out after {self.timeout}s") from exc
         except Exception as exc:
             raise SummarizerError(f"summary model failed: {type(exc).__name__}: {exc}") from exc
+        for message in result.new_messages():
+            if isinstance(message, ModelResponse):
+                report_summarizer_usage(message.usage, message.model_name, message.provider_name)
         text = result.output if isinstance(result.output, str) else ""
         if not text.strip():
             raise SummarizerError("summary model returned empty text")

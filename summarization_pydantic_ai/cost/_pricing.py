@@ -1,0 +1,48 @@
+"""Prices from genai-prices (`calc_price`), and the one warning for a model it does not know."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from decimal import Decimal
+
+from genai_prices import calc_price
+from pydantic_ai.usage import RequestUsage
+
+from .._windows import PROVIDER_ALIASES
+
+__all__ = ["model_label", "price_usage"]
+
+logger = logging.getLogger("summarization_pydantic_ai")
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def model_label(model: str | None, provider: str | None) -> str:
+    """`provider:model` as a user reads it (`'openai:gpt-4o'`), or the bare name."""
+    if not model:
+        return "unknown model"
+    return f"{provider}:{model}" if provider and not model.startswith(f"{provider}:") else model
+
+
+def price_usage(usage: RequestUsage, model: str | None, provider: str | None) -> Decimal | None:
+    """The price of one call in USD, as genai-prices computes it; `None` (never 0) for a model it does not know,
+    with one warning per model name."""
+    if model:
+        provider_id = PROVIDER_ALIASES.get(provider, provider) if provider else None
+        for candidate in (provider_id, None) if provider_id else (None,):
+            try:
+                return calc_price(usage, model, provider_id=candidate).total_price
+            except LookupError:
+                continue
+    _warn_unknown(model_label(model, provider))
+    return None
+
+
+def _warn_unknown(label: str) -> None:
+    with _warned_lock:
+        first = label not in _warned
+        _warned.add(label)
+    if first:
+        logger.warning("%s is unknown to genai-prices: its tokens are counted, its cost is reported as unknown", label)

@@ -1,0 +1,50 @@
+"""The throwaway cluster the PostgreSQL tests run on: started once, one empty database per test, removed after."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psycopg
+import pytest
+from postgres_server import load_cluster_module
+
+
+def test_each_test_gets_an_empty_database_with_pg_trgm(postgres_dsn: str) -> None:
+    with psycopg.connect(postgres_dsn) as conn:
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+        extensions = [row[0] for row in conn.execute("SELECT extname FROM pg_extension")]
+        encoding = conn.execute("SHOW server_encoding").fetchone()
+    assert tables == (0,)
+    assert "pg_trgm" in extensions
+    assert encoding == ("UTF8",)
+
+
+def test_databases_of_two_tests_are_separate(postgres_dsn: str, postgres_server: str) -> None:
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE mine (x int)")
+        name = conn.execute("SELECT current_database()").fetchone()
+    with psycopg.connect(postgres_server) as conn:
+        assert conn.execute("SELECT current_database()").fetchone() != name
+        assert conn.execute("SELECT to_regclass('public.mine')").fetchone() == (None,)
+
+
+@pytest.mark.slow
+def test_a_cluster_runs_on_loopback_and_stopping_removes_every_file() -> None:
+    pg_cluster = load_cluster_module()
+    cluster = pg_cluster.ThrowawayCluster()
+    try:
+        dsn = cluster.start()
+    except pg_cluster.ClusterError as exc:
+        if os.environ.get("SPA_REQUIRE_POSTGRES"):
+            raise
+        pytest.skip(f"no PostgreSQL server binaries: {exc}")
+    directory = cluster.directory
+    assert directory is not None and (directory / "data" / "PG_VERSION").exists()
+    assert "@127.0.0.1:" in dsn
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    cluster.stop()
+    assert not Path(directory).exists()
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(dsn, connect_timeout=2)
