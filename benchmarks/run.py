@@ -50,6 +50,8 @@ from _common import (
     Timing,
     build_history,
     fmt_time,
+    kept_sections,
+    with_sections,
 )
 from pydantic_ai.messages import (
     ModelMessage,
@@ -534,22 +536,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(
-            render_markdown(
-                rows,
-                references,
-                middleware,
-                deep,
-                args,
-                elapsed,
-                checkpoints,
-                compaction,
-                presets,
-                compressors,
-                pruning,
-            ),
-            encoding="utf-8",
+        page = render_markdown(
+            rows, references, middleware, deep, args, elapsed, checkpoints, compaction, presets, compressors, pruning
         )
+        # Sections measured by other scripts (the PostgreSQL benchmarks need a server) are kept as they are.
+        args.output.write_text(with_sections(page, kept_sections(args.output)), encoding="utf-8")
         print(f"wrote {args.output}")
     ok = (
         all(v.ok for v in verdicts(rows))

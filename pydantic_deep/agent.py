@@ -12,6 +12,7 @@ history store records what the model is finally sent.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,6 +36,7 @@ from .filesystem import FilesystemToolset
 from .history_search import HistoryArchiveSearch
 from .memory import AgentMemoryToolset
 from .patch import PatchToolCalls
+from .storage import MemoryStore, Storage, open_storage
 from .todos import TodoCapability
 
 __all__ = ["DEFAULT_INSTRUCTIONS", "backend_memory_reader", "create_deep_agent", "session_messages_path"]
@@ -74,6 +76,19 @@ class _BindContextManager(AbstractCapability[Any]):
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None
+
+
+def _history_source(storage: Storage | None) -> dict[str, Any]:
+    """Where the default context manager keeps each run's session: messages.json, or the storage's database."""
+    if storage is None:
+        return {"messages_path": session_messages_path}
+    history = storage.history
+    return {"history_store": lambda ctx: history.session(ctx.deps.session_id)}  # pyright: ignore[reportUnknownLambdaType, reportUnknownMemberType, reportUnknownArgumentType]
+
+
+def _memory_of(storage: Storage | None) -> MemoryStore | None:
+    """The storage's memories (for `file://`, MEMORY.md files under its base directory); `None`: the session layout."""
+    return None if storage is None else storage.memory
 
 
 def _pick(value: Any, kind: type[Any], default: Any, name: str) -> Any:
@@ -118,11 +133,15 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
         raise ValueError(f"two features define the tool {name!r}: {' and '.join(owners)}; {hint}")
 
 
-def _default_middleware(context: ContextConfig | None, model: Any, counter: TokenCounter) -> Any:
-    """The factory of the default context manager: the strategy's, when there is one."""
+def _default_middleware(
+    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None
+) -> Any:
+    """The factory of the default context manager (the strategy's, when there is one), keeping the session where
+    `storage` says: messages.json in the session layout, or the storage's database."""
+    source = _history_source(storage)
     if context is None:
-        return lambda: ContextManagerMiddleware(messages_path=session_messages_path, token_counter=counter)
-    return lambda: context.middleware(model, messages_path=session_messages_path, token_counter=counter)
+        return lambda: ContextManagerMiddleware(**source, token_counter=counter)
+    return lambda: context.middleware(model, **source, token_counter=counter)
 
 
 def _check_context(context: Any, context_manager: Any) -> None:
@@ -155,6 +174,7 @@ def create_deep_agent(
     patch_tool_calls: bool = True,
     capabilities: Sequence[AbstractCapability[Any]] = (),
     context: ContextConfig | None = None,
+    store: str | os.PathLike[str] | Storage | None = None,
     **agent_kwargs: Any,
 ) -> Agent[DeepAgentDeps, Any]:
     """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
@@ -179,6 +199,10 @@ def create_deep_agent(
         context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
             middleware is the context manager (writing the session's `messages.json`), and its metrics observe
             every request from the outside. Leave `context_manager` at its default with it (or `False`).
+        store: where sessions live: a URL (`file://...`, `sqlite:///agents.db`, `postgresql://...`) or a `Storage`
+            (`open_storage(url)`). The default context manager, memory and history search then keep each run's
+            session (`deps.session_id`) there instead of `<deps.base_dir>/sessions/<id>/messages.json`. `None`:
+            messages.json in the session layout.
         **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
 
     Example:
@@ -190,10 +214,11 @@ def create_deep_agent(
     # With agent-driven compression both measure alike (usage-anchored), so its trigger comes first.
     counter: TokenCounter = UsageAnchoredCounter() if agent_driven else count_tokens_approximately
     _check_context(context, context_manager)
+    storage = store if isinstance(store, Storage) or store is None else open_storage(store)
     middleware = _pick(
         context_manager,
         ContextManagerMiddleware,
-        _default_middleware(context, model, counter),
+        _default_middleware(context, model, counter, storage),
         "context_manager",
     )
     evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
@@ -229,8 +254,13 @@ def create_deep_agent(
     extras: list[Any] = [
         item
         for item in (
-            _pick(memory, AgentMemoryToolset, AgentMemoryToolset, "memory"),
-            _pick(history_search, HistoryArchiveSearch, HistoryArchiveSearch, "history_search"),
+            _pick(memory, AgentMemoryToolset, lambda: AgentMemoryToolset(store=_memory_of(storage)), "memory"),
+            _pick(
+                history_search,
+                HistoryArchiveSearch,
+                lambda: HistoryArchiveSearch(database=storage.history if storage is not None else None),
+                "history_search",
+            ),
         )
         if item is not None
     ]

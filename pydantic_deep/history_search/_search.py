@@ -15,9 +15,10 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from summarization_pydantic_ai import HistoryStore, HistoryStoreError, InvalidSessionIdError, validate_session_id
 from summarization_pydantic_ai._tokens import estimate_text_tokens
-from summarization_pydantic_ai.store import StoredRecord
+from summarization_pydantic_ai.store import HistoryDatabase, StoredRecord
 
 from ..backends import BackendProtocol
+from ._database_search import current_store, search_database
 from ._index import Hit, IndexDiscardedError, Pending, SessionIndex, evicted_paths
 from ._text import QueryError, build_fts_query, query_terms
 from ._tools import TOOL_NAMES, Role, build_toolset
@@ -89,6 +90,9 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
     """
 
     store: HistoryStore | None = None
+    database: HistoryDatabase | None = None
+    """Search the sessions of this database (SQLite, PostgreSQL): the run's session (`deps.session_id`), one by
+    id, or `"all"`; the database searches itself (no index file)."""
     messages_path: str | Path | None = None
     sessions_dir: str | Path | None = None
     backend: BackendProtocol | None = None
@@ -103,14 +107,26 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
     _tools: FunctionToolset[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.store is not None and self.messages_path is not None:
-            raise ValueError("pass either store or messages_path, not both")
+        if sum(x is not None for x in (self.store, self.messages_path, self.database)) > 1:
+            raise ValueError("pass either store or messages_path or database, not several")
         if not 1 <= self.max_results <= 50:
             raise ValueError(f"max_results must be in 1..50, got {self.max_results}")
         if self.token_budget < 200:
             raise ValueError(f"token_budget must be at least 200, got {self.token_budget}")
 
     # -- sources ---------------------------------------------------------------------------------------------------
+
+    @property
+    def uses_database(self) -> bool:
+        """The history is searched by its store (a database), not by an index file beside messages.json."""
+        return self.database is not None or (self.store is not None and getattr(self.store, "path", None) is None)
+
+    def history_store_for(self, ctx: RunContext[Any] | None) -> HistoryStore:
+        """The store `read_history` reads: `store`, or the run's session of `database`."""
+        if self.store is not None:
+            return self.store
+        assert self.database is not None
+        return current_store(self.database, ctx)
 
     def path_for(self, ctx: RunContext[Any] | None) -> Path | None:
         if self.store is not None:
@@ -189,6 +205,14 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
         since, until = _utc_bound(since, "since"), _utc_bound(until, "until")
         if page < 1:
             raise QueryError("page starts at 1")
+        if self.uses_database:
+            filters = {"roles": [role] if role else (), "tool_name": tool_name, "since": since, "until": until}
+            want = self.max_results * page
+            found = await search_database(
+                self.database, self.store, ctx, query, session=session, filters=filters, limit=want + 1
+            )
+            shown = found[(page - 1) * self.max_results : want]
+            return SearchResult(shown, self._format(query, shown, page, len(found) > want), len(shown), page)
         sources = self._session_paths(ctx, session)
         backend = self.backend or (getattr(ctx.deps, "backend", None) if ctx is not None else None)
         hits: list[Hit] = []

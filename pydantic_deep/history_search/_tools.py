@@ -73,11 +73,14 @@ def build_toolset(search: HistoryArchiveSearch) -> FunctionToolset[Any]:
             offset: position within the span to start at.
             limit: messages per page (at most 50).
         """
-        path = search.path_for(ctx)
-        if path is None:
-            raise ModelRetry("this agent keeps no history file")
-        store = search.store or JsonHistoryStore.reader(path)
         try:
+            if search.uses_database:
+                store = search.history_store_for(ctx)
+            else:
+                path = search.path_for(ctx)
+                if path is None:
+                    raise ModelRetry("this agent keeps no history file")
+                store = search.store or JsonHistoryStore.reader(path)
             page = await store.read(start_id, end_id or start_id, offset=offset, limit=max(1, min(limit, 50)))
         except HistoryStoreError as exc:
             raise ModelRetry(str(exc)) from exc

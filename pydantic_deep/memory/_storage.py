@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 try:
     import fcntl
@@ -24,6 +25,9 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 from ..backends import BackendProtocol, CompositeBackend, LocalBackend, PathEscapeError, normalize_path
+
+if TYPE_CHECKING:
+    from ..storage import MemoryStore
 
 __all__ = ["MemoryLocation"]
 
@@ -49,6 +53,9 @@ class MemoryLocation:
     path: str
     backend: BackendProtocol | None = None
     directory: str | None = None
+    store: MemoryStore | None = None
+    """The memory is in this store (a database), under `agent_name`, not in a file."""
+    agent_name: str | None = None
 
     def open(self, *, create: bool) -> BackendProtocol | None:
         """The backend holding the file; `None` when it is on disk in a directory that does not exist (and not

@@ -16,7 +16,10 @@ from typing import Any
 from pydantic_ai import FunctionToolset, RunContext, ToolFailed
 from pydantic_ai.capabilities import AbstractCapability
 
+from summarization_pydantic_ai import HistoryStoreError
+
 from ..backends import BackendError, BackendProtocol, PathEscapeError, count_occurrences
+from ..storage._protocols import MemoryStore, StorageError
 from ._storage import (
     DEFAULT_AGENT_NAME,
     MEMORY_FILE,
@@ -52,7 +55,7 @@ __all__ = [
 
 CAS_ATTEMPTS = 8
 """How many times a write re-reads and recomputes when another writer changed the file in between."""
-_STORAGE_ERRORS = (OSError, BackendError, LockTimeout, ValueError, TypeError)
+_STORAGE_ERRORS = (OSError, BackendError, LockTimeout, ValueError, TypeError, StorageError, HistoryStoreError)
 
 
 @dataclass
@@ -103,6 +106,9 @@ class AgentMemoryToolset(AbstractCapability[Any]):
     agent_name: str | None = None
     backend: BackendProtocol | None = None
     max_lines: int = 200
+    store: MemoryStore | None = None
+    """Keep the memory in this store (e.g. `open_storage('sqlite:///agents.db').memory`), under the agent's name,
+    instead of a file; writers still never lose each other's edits (the store's compare-and-swap)."""
     _directory: str = field(init=False, repr=False)
     _toolset: FunctionToolset[Any] = field(init=False, repr=False)
 
@@ -132,6 +138,8 @@ class AgentMemoryToolset(AbstractCapability[Any]):
         if name is None:
             from_deps = getattr(deps, "agent_name", None)
             name = DEFAULT_AGENT_NAME if from_deps is None else check_agent_name(from_deps, "deps.agent_name")
+        if self.store is not None:
+            return MemoryLocation(f"MEMORY.md of {name!r} in {self.store.url}", store=self.store, agent_name=name)
         if self.backend is not None:
             return MemoryLocation(memory_path(self._directory, name), backend=self.backend)
         base_dir = getattr(deps, "base_dir", None)
@@ -284,6 +292,8 @@ class AgentMemoryToolset(AbstractCapability[Any]):
             return None
 
     async def _load_locked(self, where: MemoryLocation) -> str | None:
+        if where.store is not None:
+            return await where.store.read(where.agent_name or DEFAULT_AGENT_NAME)
         backend = where.open(create=False)
         if backend is None:
             return None
@@ -305,6 +315,14 @@ class AgentMemoryToolset(AbstractCapability[Any]):
         where: MemoryLocation | None = None
         try:
             where = self.locate(deps)
+            if where.store is not None:
+                after = await _swap(where.store, where.agent_name or DEFAULT_AGENT_NAME, change)
+                if after is not None:
+                    return after, where
+                raise ToolFailed(
+                    f"memory at {where.path} kept changing while saving ({CAS_ATTEMPTS} attempts; another writer is "
+                    "busy with it): call the tool again"
+                )
             backend = where.open(create=True)
             assert backend is not None
             async with guard(backend, where.path):
@@ -322,6 +340,18 @@ class AgentMemoryToolset(AbstractCapability[Any]):
             f"memory at {where.path} kept changing while saving ({CAS_ATTEMPTS} attempts; another writer is busy "
             "with it): call the tool again"
         )
+
+
+async def _swap(store: MemoryStore, name: str, change: Callable[[str | None], str]) -> str | None:
+    """`change` applied with the store's compare-and-swap, retried while other writers interfere (`None`: gave up).
+    The swap is atomic: what it wrote has landed (no re-check as for files)."""
+    for attempt in range(CAS_ATTEMPTS):
+        before = await store.read(name)
+        after = change(before)
+        if await store.compare_and_swap(name, before, after):
+            return after
+        await asyncio.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
+    return None
 
 
 def _describe(exc: BaseException, action: str, where: MemoryLocation | None) -> str:

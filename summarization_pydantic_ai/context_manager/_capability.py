@@ -112,8 +112,9 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
     on_after_compress: AfterCompressCallback | None = None
     """Called with the compressed history; a returned string is re-injected after the summary."""
     event_callback: EventCallback | None = None
-    history_store: HistoryStore | None = None
-    """A store to use instead of `messages_path` (any `HistoryStore`)."""
+    history_store: HistoryStore | Callable[[RunContext[Any]], HistoryStore | None] | None = None
+    """A store to use instead of `messages_path` (any `HistoryStore`, e.g. `open_store('sqlite:///h.db', id)`),
+    or a function of the `RunContext` returning one (one store per session, e.g. `database.session(...)`)."""
     reserve_output_tokens: int = 0
     summary_timeout: float | None = 120.0
     prompt_template: str | None = None
@@ -328,13 +329,17 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
     # -- internals -----------------------------------------------------------------------------------------------
 
     def _static_store(self) -> HistoryStore | None:
-        if self.history_store is not None:
+        if isinstance(self.history_store, HistoryStore):
             return self.history_store
+        if self.history_store is not None:
+            return None  # chosen per run
         if self.messages_path is None or callable(self.messages_path):
             return None
         return self.store_for(self.messages_path)
 
     def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
+        if self.history_store is not None and not isinstance(self.history_store, HistoryStore):
+            return self.history_store(ctx)
         if callable(self.messages_path):
             path = self.messages_path(ctx)
             return None if path is None else self.store_for(path)

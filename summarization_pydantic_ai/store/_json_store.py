@@ -22,10 +22,13 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, summary_info
+from ._database import SearchHit
 from ._framing import FOOTER, HEADER, Record, clean_summary, encode, repaired, scan
+from ._json_search import load_search_texts, load_versions, save_search_text
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
 from ._report import StoreReport, keep_damaged_copy, report_of, warn
+from ._scan_search import SearchFilter, scan_search
 from ._working import working_records
 
 __all__ = ["JsonHistoryStore"]
@@ -364,6 +367,48 @@ class JsonHistoryStore:
         return position
 
     # -- async API --------------------------------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The name of the session folder holding the file (`<sessions>/<session_id>/messages.json`)."""
+        return self._path.parent.name
+
+    async def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] = (),
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """Messages matching `query`, best first (see `SearchableHistoryStore`); scans the whole history."""
+        where = SearchFilter(tuple(roles), tool_name, since, until)
+
+        def scan() -> list[SearchHit]:
+            messages = self.load_all_sync() if self._path.exists() else []
+            texts = load_search_texts(self._path)
+            return scan_search(self.session_id, messages, texts, query, where, limit=limit, offset=offset)
+
+        return await anyio.to_thread.run_sync(scan)
+
+    async def add_search_text(self, message_id: str, text: str) -> None:
+        def add() -> None:
+            with self._lock:
+                self._ensure_open()
+                if message_id not in self._positions:
+                    raise HistoryStoreError(f"no message with id {message_id!r} in {self._path}")
+                save_search_text(self._path, message_id, text)
+
+        await anyio.to_thread.run_sync(add)
+
+    async def search_texts(self) -> dict[str, str]:
+        return await anyio.to_thread.run_sync(load_search_texts, self._path)
+
+    async def load_versions(self) -> list[ModelMessage]:
+        return await anyio.to_thread.run_sync(load_versions, self._path)
 
     async def append(self, messages: Sequence[ModelMessage]) -> int:
         return await anyio.to_thread.run_sync(self.append_sync, list(messages))

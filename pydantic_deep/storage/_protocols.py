@@ -1,0 +1,68 @@
+"""What the harness keeps besides histories, behind protocols: agent memory and checkpoints."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ..checkpoints._store import Checkpoint
+
+__all__ = ["CheckpointStore", "MemoryStore", "StorageError"]
+
+
+class StorageError(RuntimeError):
+    """A storage cannot do what was asked (unreachable database, unwritable file); the message says where."""
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """The memories (MEMORY.md texts) of the agents of one storage, by agent name.
+
+    Writers never lose each other's edits: `compare_and_swap` writes only if the memory is still what the writer
+    read (`AgentMemoryToolset` reads, changes, and retries on `False`).
+    """
+
+    @property
+    def url(self) -> str:
+        """Where the memories are (any password redacted)."""
+        ...
+
+    async def read(self, agent_name: str) -> str | None:
+        """The memory of `agent_name`; `None` while it was never written."""
+        ...
+
+    async def compare_and_swap(self, agent_name: str, expected: str | None, content: str) -> bool:
+        """Set the memory to `content` if it is `expected` now (`None`: not written yet); `False` otherwise."""
+        ...
+
+    async def names(self) -> list[str]:
+        """The agents with a memory."""
+        ...
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """The checkpoints of one session (pointers into its history), as `FileCheckpointStore` keeps them.
+
+    Sync: `CheckpointMiddleware` calls it from a worker thread.
+    """
+
+    @property
+    def session_id(self) -> str: ...
+
+    def list(self) -> list[Checkpoint]:
+        """The checkpoints, oldest first."""
+        ...
+
+    def get(self, checkpoint_id: str) -> Checkpoint:
+        """`CheckpointNotFoundError` when there is none with that id."""
+        ...
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        """Add `checkpoint` (or replace the one with its id)."""
+        ...
+
+    def delete(self, checkpoint_id: str) -> None: ...
+
+    def prune(self, keep: int) -> int:
+        """Delete the oldest automatic checkpoints beyond the newest `keep`; returns how many."""
+        ...

@@ -1,0 +1,108 @@
+"""A folder of sessions, one `messages.json` each: the `file://` `HistoryDatabase` (today's layout).
+
+`<root>/<session_id>/messages.json`; the session folder may hold other things of the session (memory, checkpoints,
+evicted outputs), which `delete_session` leaves alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio.to_thread
+
+from ._database import SearchHit, SessionSummary
+from ._framing import scan
+from ._json_search import search_texts_path
+from ._json_store import JsonHistoryStore
+from ._protocol import HistoryStoreError, validate_session_id
+
+__all__ = ["HISTORY_FILE", "JsonHistoryDatabase"]
+
+HISTORY_FILE = "messages.json"
+
+
+class JsonHistoryDatabase:
+    """Sessions as folders of `root`, each history a `JsonHistoryStore` (one writer process per session)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = False, lock_timeout: float = 0.0) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.fsync = fsync
+        self.lock_timeout = lock_timeout
+        self._opened: dict[str, JsonHistoryStore] = {}
+
+    @property
+    def url(self) -> str:
+        return self.root.as_uri()
+
+    def path_of(self, session_id: str) -> Path:
+        return self.root / validate_session_id(session_id) / HISTORY_FILE
+
+    def session(self, session_id: str) -> JsonHistoryStore:
+        store = JsonHistoryStore.open(self.path_of(session_id), fsync=self.fsync, lock_timeout=self.lock_timeout)
+        self._opened[session_id] = store
+        return store
+
+    async def sessions(self) -> list[SessionSummary]:
+        return await anyio.to_thread.run_sync(self._sessions)
+
+    def _sessions(self) -> list[SessionSummary]:
+        summaries: list[SessionSummary] = []
+        for path in self.root.glob(f"*/{HISTORY_FILE}"):
+            try:
+                data = path.read_bytes()
+                stat = path.stat()
+            except OSError:
+                continue  # deleted meanwhile
+            ids = {record.message_id for record in scan(data).records}
+            if not ids:
+                continue
+            updated = datetime.fromtimestamp(stat.st_mtime, UTC)
+            summaries.append(SessionSummary(path.parent.name, len(ids), len(data), None, updated))
+        summaries.sort(key=lambda s: (s.updated_at or datetime.min.replace(tzinfo=UTC), s.session_id), reverse=True)
+        return summaries
+
+    async def delete_session(self, session_id: str) -> bool:
+        path = self.path_of(session_id)
+        store = self._opened.pop(session_id, None) or JsonHistoryStore.open(path)
+        store.close()
+
+        def delete() -> bool:
+            existed = path.exists()
+            for file in (path, search_texts_path(path), path.with_name(path.name + ".index.sqlite")):
+                with contextlib.suppress(FileNotFoundError):
+                    file.unlink()
+            return existed
+
+        return await anyio.to_thread.run_sync(delete)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        roles: Sequence[str] = (),
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        ids = list(session_ids) if session_ids is not None else [s.session_id for s in await self.sessions()]
+        hits: list[SearchHit] = []
+        for session_id in ids:
+            if not self.path_of(session_id).exists():
+                raise HistoryStoreError(f"no session {session_id!r} in {self.root}")
+            hits += await JsonHistoryStore.reader(self.path_of(session_id)).search(
+                query, roles=roles, tool_name=tool_name, since=since, until=until, limit=offset + limit
+            )
+        hits.sort(key=lambda h: (-h.score, h.session_id, h.position))
+        return hits[offset : offset + limit]
+
+    async def close(self) -> None:
+        stores, self._opened = list(self._opened.values()), {}
+        for store in stores:
+            store.close()

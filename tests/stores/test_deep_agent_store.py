@@ -1,0 +1,59 @@
+"""End to end: `create_deep_agent(store="sqlite:///...")` keeps history, memory and search in one SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from pydantic_deep import DeepAgentDeps, create_deep_agent
+from pydantic_deep.storage import open_storage
+from summarization_pydantic_ai import get_message_id
+
+from .helpers import dumped
+
+
+def _script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Turn 1 saves a memory; turn 2 searches the history for it and reads the hit; each then answers."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    latest_prompt = [p for p in last.parts if p.part_kind == "user-prompt"]
+    if latest_prompt and "remember" in str(latest_prompt[0].content):
+        content = {"content": "The user drinks oolong tea."}
+        return ModelResponse([ToolCallPart("write_memory", content, tool_call_id="m1")])
+    if latest_prompt:
+        return ModelResponse([ToolCallPart("search_conversation_history", {"query": "oolong"}, tool_call_id="s1")])
+    assert returns
+    return ModelResponse([TextPart(f"done: {str(returns[0].content)[:400]}")])
+
+
+async def test_sessions_memory_and_search_live_in_one_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'agents.db'}"
+    agent = create_deep_agent(FunctionModel(_script), store=url, memory=True, history_search=True)
+    deps = DeepAgentDeps(session_id="chat-1", base_dir=tmp_path / "base")
+    first = await agent.run("please remember: I drink oolong tea", deps=deps)
+    second = await agent.run("what do I drink?", deps=deps, message_history=first.all_messages())
+    assert "oolong" in str(second.output)  # the search found the first turn in the database
+
+    storage = open_storage(url)
+    store = storage.history.session("chat-1")
+    recorded = await store.load_all()
+    everything = second.all_messages()
+    assert [get_message_id(m) for m in recorded] == [get_message_id(m) for m in everything]
+    assert dumped(await store.load()) == dumped(recorded)
+    assert await storage.memory.read("main") == "The user drinks oolong tea.\n"
+    assert not (tmp_path / "base" / "sessions" / "chat-1" / "messages.json").exists()  # nothing in the file layout
+    hits = await storage.history.search("oolong")
+    assert {h.session_id for h in hits} == {"chat-1"}
+    await storage.close()
+
+    # Another process (a new agent over the same URL) continues the session from the database.
+    again = create_deep_agent(FunctionModel(_script), store=url, memory=True, history_search=True)
+    later = open_storage(url)
+    resumed = await later.history.session("chat-1").load()
+    third = await again.run("what do I drink now?", deps=deps, message_history=resumed)
+    assert "oolong" in str(third.output)
+    assert len(await later.history.session("chat-1").load_all()) == len(third.all_messages())
+    await later.close()
