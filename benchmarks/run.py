@@ -67,6 +67,9 @@ from summarization_pydantic_ai import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
+BEFORE_AFTER = ROOT / "benchmarks" / "before_after_issue9.md"
+"""The issue-9 before/after section: measured on two checkouts by `benchmarks/ab_compare.py` (not by this script),
+kept as written and copied into the page."""
 
 Call = Callable[[list[ModelMessage]], Awaitable[object]]
 
@@ -451,6 +454,7 @@ def render_markdown(
         *(presets or []),
         *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         *(pruning or []),
+        *([*BEFORE_AFTER.read_text(encoding="utf-8").splitlines(), ""] if BEFORE_AFTER.exists() else []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
