@@ -24,6 +24,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from summarization_pydantic_ai import (
     AgentDrivenCompression,
     ContextManagerMiddleware,
+    CostTrackingMiddleware,
     TokenCounter,
     UsageAnchoredCounter,
     count_tokens_approximately,
@@ -144,6 +145,19 @@ def _default_middleware(
     return lambda: context.middleware(model, **source, token_counter=counter)
 
 
+def _session_store(middleware: ContextManagerMiddleware | None) -> Any:
+    """The store phase checkpoints archive in: the one the middleware writes for the run's session."""
+    source = None if middleware is None else middleware.messages_path
+    if middleware is None or not callable(source):
+        return None if middleware is None else middleware.store
+
+    def store(ctx: RunContext[Any]) -> Any:
+        path = source(ctx)
+        return None if path is None else middleware.store_for(path)
+
+    return store
+
+
 def _check_context(context: Any, context_manager: Any) -> None:
     if context is None:
         return
@@ -165,6 +179,7 @@ def create_deep_agent(
     tools: Sequence[Any] = (),
     toolsets: Sequence[Any] = (),
     context_manager: ContextManagerMiddleware | bool | None = True,
+    cost_tracking: CostTrackingMiddleware | bool | None = True,
     agent_driven: AgentDrivenCompression | bool | None = None,
     eviction: EvictionProcessor | bool | None = True,
     memory: AgentMemoryToolset | bool | None = None,
@@ -185,6 +200,9 @@ def create_deep_agent(
         tools: extra tools; toolsets: extra toolsets.
         context_manager: a `ContextManagerMiddleware`, `True` for one writing
             `.pydantic-deep/sessions/<id>/messages.json` (per `DeepAgentDeps`), or `False`/`None` for none.
+        cost_tracking: a `CostTrackingMiddleware` (for budgets), `True` for one that prices every request and
+            continues the session's totals from the context manager's store, or `False`/`None` for none. It runs
+            right after the context manager (it checks budgets against the compacted request).
         agent_driven: an `AgentDrivenCompression`, `True` for one that reads the memory file on `deps.backend`
             (where `write_file` writes it), measures with the context manager's counter (usage-anchored when the
             context manager is the default one) and records and falls back through it, or off.
@@ -235,10 +253,18 @@ def create_deep_agent(
     if evictor is not None:
         spine.append(evictor)
     if context is not None:
-        spine.extend(context.processors(model))
+        spine.extend(context.processors(model, history_store=_session_store(middleware)))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]
+    cost = _pick(
+        cost_tracking,
+        CostTrackingMiddleware,
+        lambda: CostTrackingMiddleware(context_manager=middleware),
+        "cost_tracking",
+    )
+    if cost is not None:
+        spine.append(cost)
     compression = _pick(
         agent_driven,
         AgentDrivenCompression,
