@@ -12,46 +12,22 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._messages import get_message_id, summary_info
 from .._database import HistoryStoreConflictError, SearchHit
-from .._framing import Record, clean_summary
+from .._framing import Record
 from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
+from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
 from ._db import Connection, PostgresHistoryDatabase
 from ._search import search_rows, tsvector_literal
 
 __all__ = ["PostgresHistoryStore"]
-
-
-@dataclass
-class _Index:
-    """What the store knows of its session: one `Record` per message (offset = seq of its latest version)."""
-
-    session: int | None = None
-    head: int = 0
-    size: int = 0
-    slots: list[Record] = field(default_factory=list[Record])
-    positions: dict[str, int] = field(default_factory=dict[str, int])
-    digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
-
-
-@dataclass
-class _New:
-    message_id: str
-    data: bytes
-    digest: bytes
-    summary: str | None
-    message: ModelMessage
 
 
 def _clean(text: str) -> str:
@@ -86,7 +62,8 @@ class PostgresHistoryStore:
             self._owns_database = False
         self._database = database
         self._session_id = session_id
-        self._index = _Index()
+        self._index = SessionIndex()
+        self._size = 0
         self._expected: int | None = None
         """The head this store last read or wrote; another writer moved it when the database's differs."""
         self._lock: asyncio.Lock | None = None
@@ -126,7 +103,7 @@ class PostgresHistoryStore:
         session, head, size = (int(row[0]), int(row[1]), int(row[2])) if row else (None, 0, 0)
         index = self._index
         if session != index.session or head < index.head:
-            index = self._index = _Index(session)  # created, deleted or replaced: start over
+            index = self._index = SessionIndex(session)  # created, deleted or replaced: start over
         if session is not None and head > index.head:
             cursor = await conn.execute(
                 self._database.tables.sql(
@@ -136,19 +113,12 @@ class PostgresHistoryStore:
                 (session, index.head),
             )
             for seq, message_id, position, digest, summary in await cursor.fetchall():
-                self._place_record(index, Record(int(seq), 0, str(message_id), _summary(summary), 0), int(position))
-                index.digests[str(message_id)] = bytes(digest)
+                index.place(
+                    Record(int(seq), 0, str(message_id), load_summary(summary), 0), int(position), bytes(digest)
+                )
             index.head = head
-        index.size = size
+        self._size = size
         return head
-
-    @staticmethod
-    def _place_record(index: _Index, record: Record, position: int) -> None:
-        if position < len(index.slots):
-            index.slots[position] = record  # a newer version, in the place of the first one
-        else:
-            index.positions[record.message_id] = len(index.slots)
-            index.slots.append(record)
 
     async def _read(self, conn: Connection, records: Sequence[Record]) -> list[ModelMessage]:
         if not records:
@@ -177,31 +147,21 @@ class PostgresHistoryStore:
     async def append(self, messages: Sequence[ModelMessage]) -> int:
         """Record new messages, and a new version of each recorded message whose content changed, in one
         transaction; returns how many records were written."""
-        encoded = [self._encode(m) for m in messages]
+        encoded = [encode_record(m) for m in messages]
         async with self._guard():
             try:
                 async with self._database.connection() as conn, conn.transaction():
                     return await self._append(conn, encoded)
             except BaseException:
-                self._index = _Index()  # what the rolled-back transaction indexed may be gone: re-read on next use
+                self._index = (
+                    SessionIndex()
+                )  # what the rolled-back transaction indexed may be gone: re-read on next use
                 raise
 
-    def _encode(self, message: ModelMessage) -> _New:
-        message_id = get_message_id(message)
-        if message_id is None:
-            raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
-        try:
-            data = ModelMessagesTypeAdapter.dump_json([message])[1:-1]
-        except (ValueError, TypeError) as exc:
-            raise HistoryStoreError(f"message {message_id!r} cannot be recorded: {str(exc)[:300]}") from exc
-        info = summary_info(message)
-        summary = json.dumps(clean_summary(info)) if info else None
-        return _New(message_id, data, hashlib.blake2b(data, digest_size=16).digest(), summary, message)
-
-    async def _append(self, conn: Connection, encoded: list[_New]) -> int:
+    async def _append(self, conn: Connection, encoded: list[NewRecord]) -> int:
         head = await self._refresh(conn, lock=True)
         latest = dict(self._index.digests)
-        new: list[_New] = []
+        new: list[NewRecord] = []
         for item in encoded:
             if latest.get(item.message_id) != item.digest:
                 latest[item.message_id] = item.digest
@@ -227,7 +187,7 @@ class PostgresHistoryStore:
             (self._session_id,),
         )
 
-    async def _write(self, conn: Connection, new: list[_New]) -> None:
+    async def _write(self, conn: Connection, new: list[NewRecord]) -> None:
         index, tables = self._index, self._database.tables
         seq, places = index.head, len(index.slots)
         records: list[tuple[Any, ...]] = []
@@ -242,7 +202,7 @@ class PostgresHistoryStore:
                 places += 1
             records.append((index.session, seq, item.message_id, position, item.digest, item.summary, item.data))
             rows.append((index.session, seq, position, *_searchable(item.message)))
-            written.append((Record(seq, 0, item.message_id, _summary(item.summary), 0), position, item.digest))
+            written.append((Record(seq, 0, item.message_id, load_summary(item.summary), 0), position, item.digest))
         async with conn.cursor() as cursor:
             await cursor.executemany(
                 tables.sql(
@@ -271,10 +231,9 @@ class PostgresHistoryStore:
             (seq, places, size, index.session),
         )
         for record, position, digest in written:
-            self._place_record(index, record, position)
-            index.digests[record.message_id] = digest
+            index.place(record, position, digest)
         index.head = self._expected = seq
-        index.size += size
+        self._size += size
 
     # -- reading ----------------------------------------------------------------------------------------------------
 
@@ -400,7 +359,7 @@ class PostgresHistoryStore:
 
     def size_bytes(self) -> int:
         """The size of the session's records (every version), as of this store's latest call."""
-        return self._index.size
+        return self._size
 
     async def open_async(self) -> None:
         """Connect and read the session's index now (so `in`, `len()` and `size_bytes()` are current)."""
@@ -411,10 +370,6 @@ class PostgresHistoryStore:
         """Close the connection pool when this store opened it (a store of a database leaves it open)."""
         if self._owns_database:
             await self._database.close()
-
-
-def _summary(raw: str | None) -> dict[str, Any] | None:
-    return json.loads(raw) if raw else None
 
 
 def _searchable(message: ModelMessage) -> tuple[str, str, str, str, str, str]:

@@ -7,23 +7,20 @@ records written after the last one it saw (O(new records)); contents are read on
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ..._messages import get_message_id, summary_info
 from .._database import HistoryStoreConflictError, SearchHit
-from .._framing import Record, clean_summary
+from .._framing import Record
 from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
+from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
 from ._db import SQLiteHistoryDatabase
 from ._search import fts_text, search_rows
@@ -31,26 +28,6 @@ from ._search import fts_text, search_rows
 __all__ = ["SQLiteHistoryStore"]
 
 _CHUNK = 500  # ids per `IN (...)`: under SQLite's parameter limit
-
-
-@dataclass
-class _Index:
-    """What the store knows of its session: one `Record` per message (offset = seq of its latest version)."""
-
-    session: int | None = None
-    head: int = 0
-    slots: list[Record] = field(default_factory=list[Record])
-    positions: dict[str, int] = field(default_factory=dict[str, int])
-    digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
-
-
-@dataclass
-class _New:
-    message_id: str
-    data: bytes
-    digest: bytes
-    summary: str | None
-    message: ModelMessage
 
 
 class SQLiteHistoryStore:
@@ -75,7 +52,7 @@ class SQLiteHistoryStore:
         self._owns_database = database is None
         self._database = database or SQLiteHistoryDatabase(path, fsync=fsync)
         self._session_id = session_id
-        self._index = _Index()
+        self._index = SessionIndex()
         self._expected: int | None = None
         """The head this store last read or wrote; another writer moved it when the database's differs."""
 
@@ -100,7 +77,7 @@ class SQLiteHistoryStore:
         session, head = (int(row[0]), int(row[1])) if row else (None, 0)
         index = self._index
         if session != index.session or head < index.head:
-            index = self._index = _Index(session)  # created, deleted or replaced: start over
+            index = self._index = SessionIndex(session)  # created, deleted or replaced: start over
         if session is not None and head > index.head:
             rows = db.execute(
                 "SELECT seq, message_id, position, digest, summary FROM records WHERE session = ? AND seq > ? "
@@ -108,14 +85,8 @@ class SQLiteHistoryStore:
                 (session, index.head),
             )
             for seq, message_id, position, digest, summary in rows:
-                info = json.loads(summary) if summary else None
-                record = Record(int(seq), 0, str(message_id), info, 0)
-                if position < len(index.slots):
-                    index.slots[position] = record
-                else:
-                    index.positions[record.message_id] = len(index.slots)
-                    index.slots.append(record)
-                index.digests[record.message_id] = bytes(digest)
+                record = Record(int(seq), 0, str(message_id), load_summary(summary), 0)
+                index.place(record, int(position), bytes(digest))
             index.head = head
         return head
 
@@ -157,27 +128,15 @@ class SQLiteHistoryStore:
     def append_sync(self, messages: Sequence[ModelMessage]) -> int:
         """Record new messages, and a new version of each recorded message whose content changed, in one
         transaction; returns how many records were written."""
-        encoded = [self._encode(m) for m in messages]
+        encoded = [encode_record(m) for m in messages]
         return self._database.run(lambda db: self._append(db, encoded))
 
-    def _encode(self, message: ModelMessage) -> _New:
-        message_id = get_message_id(message)
-        if message_id is None:
-            raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
-        try:
-            data = ModelMessagesTypeAdapter.dump_json([message])[1:-1]
-        except (ValueError, TypeError) as exc:
-            raise HistoryStoreError(f"message {message_id!r} cannot be recorded: {str(exc)[:300]}") from exc
-        info = summary_info(message)
-        summary = json.dumps(clean_summary(info)) if info else None
-        return _New(message_id, data, hashlib.blake2b(data, digest_size=16).digest(), summary, message)
-
-    def _append(self, db: sqlite3.Connection, encoded: list[_New]) -> int:
+    def _append(self, db: sqlite3.Connection, encoded: list[NewRecord]) -> int:
         db.execute("BEGIN IMMEDIATE")
         try:
             head = self._refresh(db)
             latest = dict(self._index.digests)
-            new: list[_New] = []
+            new: list[NewRecord] = []
             for item in encoded:
                 if latest.get(item.message_id) != item.digest:
                     latest[item.message_id] = item.digest
@@ -195,12 +154,12 @@ class SQLiteHistoryStore:
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
-            self._index = _Index()  # what the rolled-back transaction indexed is gone: re-read on next use
+            self._index = SessionIndex()  # what the rolled-back transaction indexed is gone: re-read on next use
             raise
         self._expected = self._refresh(db)
         return len(new)
 
-    def _write(self, db: sqlite3.Connection, new: list[_New]) -> None:
+    def _write(self, db: sqlite3.Connection, new: list[NewRecord]) -> None:
         now = datetime.now(UTC).isoformat()
         session = self._index.session
         if session is None:
@@ -228,7 +187,7 @@ class SQLiteHistoryStore:
         )
 
     @staticmethod
-    def _index_message(db: sqlite3.Connection, session: int, seq: int, position: int, item: _New) -> None:
+    def _index_message(db: sqlite3.Connection, session: int, seq: int, position: int, item: NewRecord) -> None:
         text = message_text(item.message)
         assert text is not None  # every recorded message has an id
         row = db.execute(

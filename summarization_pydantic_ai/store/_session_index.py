@@ -1,0 +1,66 @@
+"""What a database store knows of its session between calls, and how a message becomes a record: shared by the
+SQLite and PostgreSQL stores (same layout: records in recording order, the latest version at the first's place)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from .._messages import get_message_id, summary_info
+from ._framing import Record, clean_summary
+from ._protocol import HistoryStoreError
+
+__all__ = ["NewRecord", "SessionIndex", "encode_record", "load_summary"]
+
+
+@dataclass
+class SessionIndex:
+    """One `Record` per message (offset = seq of its latest version), in the order of first recording."""
+
+    session: int | None = None
+    head: int = 0
+    slots: list[Record] = field(default_factory=list[Record])
+    positions: dict[str, int] = field(default_factory=dict[str, int])
+    digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
+
+    def place(self, record: Record, position: int, digest: bytes) -> None:
+        """Index `record` at `position`: a new message at the end, a newer version in the place of the first."""
+        if position < len(self.slots):
+            self.slots[position] = record
+        else:
+            self.positions[record.message_id] = len(self.slots)
+            self.slots.append(record)
+        self.digests[record.message_id] = digest
+
+
+@dataclass
+class NewRecord:
+    message_id: str
+    data: bytes
+    """The message's JSON, as pydantic-ai encodes it."""
+    digest: bytes
+    summary: str | None
+    """The summary provenance (JSON), for a summary."""
+    message: ModelMessage
+
+
+def encode_record(message: ModelMessage) -> NewRecord:
+    """`message` as a record (`HistoryStoreError` when it has no id or cannot be encoded)."""
+    message_id = get_message_id(message)
+    if message_id is None:
+        raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
+    try:
+        data = ModelMessagesTypeAdapter.dump_json([message])[1:-1]
+    except (ValueError, TypeError) as exc:
+        raise HistoryStoreError(f"message {message_id!r} cannot be recorded: {str(exc)[:300]}") from exc
+    info = summary_info(message)
+    summary = json.dumps(clean_summary(info)) if info else None
+    return NewRecord(message_id, data, hashlib.blake2b(data, digest_size=16).digest(), summary, message)
+
+
+def load_summary(raw: str | None) -> dict[str, Any] | None:
+    return json.loads(raw) if raw else None
