@@ -124,7 +124,7 @@ def markdown_lines(results: list[Timed], fill_s: float, total: int, env: str) ->
         + ".",
         "",
         "- A query is ranked on the server: one GIN index scan per term finds its messages (reading only their "
-        "narrow rows: text and `tsvector` are stored out of line), each message scores the rarity of the terms it "
+        "rows; long texts and vectors are stored out of line), each message scores the rarity of the terms it "
         "holds, and only the top 10 are joined to their text. What grows with the data is the number of matches: "
         "rare words, identifiers and phrases cost a few milliseconds, a word found in most messages costs a pass "
         "over all of them.",

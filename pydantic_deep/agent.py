@@ -7,7 +7,9 @@ PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddlewa
 ```
 
 so histories are repaired before anything reads them, large outputs are evicted before tokens are counted, and the
-history store records what the model is finally sent.
+history store records what the model is finally sent. With `context=ContextConfig(...)` the strategy's steps
+(compress, checkpoint, prune, slide) open the "your processors" slot and its middleware is the context manager;
+its `ContextMetrics`, an observer, sits outside the spine (first), to see each request as it comes and as it goes.
 """
 
 from __future__ import annotations
@@ -145,6 +147,19 @@ def _default_middleware(
     return lambda: context.middleware(model, **source, token_counter=counter)
 
 
+def _session_store(middleware: ContextManagerMiddleware | None) -> Any:
+    """The store phase checkpoints archive in: the one the middleware writes for the run's session."""
+    source = None if middleware is None else middleware.messages_path
+    if middleware is None or not callable(source):
+        return None if middleware is None else middleware.store
+
+    def store(ctx: RunContext[Any]) -> Any:
+        path = source(ctx)
+        return None if path is None else middleware.store_for(path)
+
+    return store
+
+
 def _check_context(context: Any, context_manager: Any) -> None:
     if context is None:
         return
@@ -240,7 +255,7 @@ def create_deep_agent(
     if evictor is not None:
         spine.append(evictor)
     if context is not None:
-        spine.extend(context.processors(model))
+        spine.extend(context.processors(model, history_store=_session_store(middleware)))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]
