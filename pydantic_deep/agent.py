@@ -7,7 +7,9 @@ PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddlewa
 ```
 
 so histories are repaired before anything reads them, large outputs are evicted before tokens are counted, and the
-history store records what the model is finally sent.
+history store records what the model is finally sent. With `context=ContextConfig(...)` the strategy's steps
+(compress, checkpoint, prune, slide) open the "your processors" slot and its middleware is the context manager;
+its `ContextMetrics`, an observer, sits outside the spine (first), to see each request as it comes and as it goes.
 """
 
 from __future__ import annotations
