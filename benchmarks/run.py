@@ -16,7 +16,8 @@ ratio under 2).
 The page also gets a section for `ContextManagerMiddleware` with persistence (issue 3), measured by
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
-(`python benchmarks/deep.py` prints them alone), and checkpoints (issue 11), by `benchmarks/checkpoints.py`.
+(`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and
+the file and SQLite history stores (issue 14), by `benchmarks/stores.py`.
 """
 
 from __future__ import annotations
@@ -337,6 +338,13 @@ def _checkpoints_module() -> Any:
     return checkpoints
 
 
+def _stores_module() -> Any:
+    """`benchmarks/stores.py` (append, load and search in the file and SQLite stores)."""
+    import stores
+
+    return stores
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
@@ -346,6 +354,7 @@ def render_markdown(
     elapsed: float,
     checkpoints: Any = None,
     compaction: list[str] | None = None,
+    stores: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -410,6 +419,7 @@ def render_markdown(
         *_deep_module().markdown_lines(*deep, args.iterations),
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
+        *(stores or []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -484,16 +494,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
     compaction_results, expected_calls = asyncio.run(_compaction_module().run(10_000, 3))
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
+    stores = _stores_module().markdown_lines(asyncio.run(_stores_module().run_stores(args.quick)))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
     _deep_module().print_deep(*deep)
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
+    print("\n".join(stores))
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction),
+            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction, stores),
             encoding="utf-8",
         )
         print(f"wrote {args.output}")
