@@ -16,8 +16,11 @@ ratio under 2).
 The page also gets a section for `ContextManagerMiddleware` with persistence (issue 3), measured by
 `benchmarks/middleware.py` (see there; `python benchmarks/middleware.py` prints it alone, without writing), and
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
-(`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and
-the file and SQLite history stores (issue 14), by `benchmarks/stores.py`.
+(`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
+medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, the content compressors and
+`MessageCompressor` (issue 13), by `benchmarks/compressors.py`, and importance pruning and phase checkpoints
+(issue 13), by `benchmarks/pruning.py`, and the file and SQLite history stores (issue 14), by
+`benchmarks/stores.py`.
 """
 
 from __future__ import annotations
@@ -331,6 +334,20 @@ def _compaction_module() -> Any:
     return compaction
 
 
+def _presets_module() -> Any:
+    """`benchmarks/presets.py` (the medium strategy preset's per-request overhead)."""
+    import presets
+
+    return presets
+
+
+def _pruning_module() -> Any:
+    """`benchmarks/pruning.py` (ImportancePruner and PhaseCheckpoints)."""
+    import pruning
+
+    return pruning
+
+
 def _checkpoints_module() -> Any:
     """`benchmarks/checkpoints.py` (checkpoint save and prune)."""
     import checkpoints
@@ -345,6 +362,13 @@ def _stores_module() -> Any:
     return stores
 
 
+def _compressors_module() -> Any:
+    """`benchmarks/compressors.py` (1 MB snapshot compression, MessageCompressor per-request cost)."""
+    import compressors
+
+    return compressors
+
+
 def render_markdown(
     rows: list[Row],
     references: dict[int, dict[str, Timing]],
@@ -354,6 +378,9 @@ def render_markdown(
     elapsed: float,
     checkpoints: Any = None,
     compaction: list[str] | None = None,
+    presets: list[str] | None = None,
+    compressors: Any = None,
+    pruning: list[str] | None = None,
     stores: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
@@ -419,6 +446,9 @@ def render_markdown(
         *_deep_module().markdown_lines(*deep, args.iterations),
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
+        *(presets or []),
+        *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
+        *(pruning or []),
         *(stores or []),
         "## Environment",
         "",
@@ -494,6 +524,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
     compaction_results, expected_calls = asyncio.run(_compaction_module().run(10_000, 3))
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
+    presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
+    presets = _presets_module().markdown_lines(presets_result)
+    compressors = asyncio.run(_compressors_module().run(args.iterations))
+    pruning_result = asyncio.run(_pruning_module().run_pruning(args.iterations))
+    pruning = _pruning_module().markdown_lines(pruning_result)
     stores = _stores_module().markdown_lines(asyncio.run(_stores_module().run_stores(args.quick)))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
@@ -501,11 +536,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     _deep_module().print_deep(*deep)
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
+    print("\n".join(presets))
     print("\n".join(stores))
+    _compressors_module().print_compressors(compressors)
+    _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(
-            render_markdown(rows, references, middleware, deep, args, elapsed, checkpoints, compaction, stores),
+            render_markdown(
+                rows,
+                references,
+                middleware,
+                deep,
+                args,
+                elapsed,
+                checkpoints,
+                compaction,
+                presets,
+                compressors,
+                pruning,
+                stores,
+            ),
             encoding="utf-8",
         )
         print(f"wrote {args.output}")
@@ -514,6 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         and _middleware_module().all_ok(*middleware)
         and _deep_module().all_ok(*deep)
         and checkpoints.ok
+        and presets_result.ok
+        and compressors.ok
+        and pruning_result.ok
     )
     if args.check and not ok:
         return 1

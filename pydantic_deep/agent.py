@@ -28,6 +28,7 @@ from summarization_pydantic_ai import (
     UsageAnchoredCounter,
     count_tokens_approximately,
 )
+from summarization_pydantic_ai.strategies import ContextConfig
 
 from .deps import DeepAgentDeps
 from .eviction import EvictionProcessor
@@ -132,6 +133,31 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
         raise ValueError(f"two features define the tool {name!r}: {' and '.join(owners)}; {hint}")
 
 
+def _default_middleware(
+    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None = None
+) -> Any:
+    """The factory of the default context manager: the strategy's, when there is one; it keeps the session where
+    `storage` says (messages.json without one)."""
+    source = _history_source(storage)
+    if context is None:
+        return lambda: ContextManagerMiddleware(**source, token_counter=counter)
+    return lambda: context.middleware(model, **source, token_counter=counter)
+
+
+def _check_context(context: Any, context_manager: Any) -> None:
+    if context is None:
+        return
+    if not isinstance(context, ContextConfig):
+        raise TypeError(f"context must be a ContextConfig, got {context!r}")
+    if isinstance(context_manager, ContextManagerMiddleware):
+        raise ValueError(
+            "pass either context=ContextConfig(...) (it builds the context manager) or context_manager=, not both; "
+            "to tune the strategy's middleware use context.middleware(model, ...) and no context="
+        )
+    if context_manager in (False, None) and context.strategy == "summarize":
+        raise ValueError("the 'summarize' strategy summarizes in the context manager: leave context_manager on")
+
+
 def create_deep_agent(
     model: Any = None,
     *,
@@ -148,6 +174,7 @@ def create_deep_agent(
     patch_tool_calls: bool = True,
     capabilities: Sequence[AbstractCapability[Any]] = (),
     store: str | os.PathLike[str] | Storage | None = None,
+    context: ContextConfig | None = None,
     **agent_kwargs: Any,
 ) -> Agent[DeepAgentDeps, Any]:
     """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
@@ -173,6 +200,9 @@ def create_deep_agent(
             (`open_storage(url)`). The default context manager, memory and history search then keep each run's
             session (`deps.session_id`) there instead of `<deps.base_dir>/sessions/<id>/messages.json`. `None`:
             messages.json in the session layout.
+        context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
+            middleware is the context manager (writing the session's `messages.json`), and its metrics observe
+            every request from the outside. Leave `context_manager` at its default with it (or `False`).
         **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
 
     Example:
@@ -183,11 +213,12 @@ def create_deep_agent(
     """
     # With agent-driven compression both measure alike (usage-anchored), so its trigger comes first.
     counter: TokenCounter = UsageAnchoredCounter() if agent_driven else count_tokens_approximately
+    _check_context(context, context_manager)
     storage = store if isinstance(store, Storage) or store is None else open_storage(store)
     middleware = _pick(
         context_manager,
         ContextManagerMiddleware,
-        lambda: ContextManagerMiddleware(**_history_source(storage), token_counter=counter),
+        _default_middleware(context, model, counter, storage),
         "context_manager",
     )
     evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
@@ -197,10 +228,14 @@ def create_deep_agent(
             "(tool hooks run innermost first); leave it None when eviction is on, the full output stays readable"
         )
     spine: list[AbstractCapability[Any]] = []
+    if context is not None and context.metrics is not None:
+        spine.append(context.metrics)  # an observer, outermost: it sees each request as it comes and as it goes
     if patch_tool_calls:
         spine.append(PatchToolCalls())
     if evictor is not None:
         spine.append(evictor)
+    if context is not None:
+        spine.extend(context.processors(model))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]

@@ -21,15 +21,18 @@ from ._events import (
     CompactionSkipped,
     CompactionStarted,
     ContextEvent,
+    ContextReduced,
     EventCallback,
     LimitWarningIssued,
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PhaseCheckpointed,
     PreservedItem,
     SummarizerFallback,
     ToolOutputTruncated,
     ToolResultsCleared,
+    ToolResultsCompressed,
     UsageUpdated,
     WindowTrimmed,
 )
@@ -58,6 +61,16 @@ from ._tokens import (
 )
 from ._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
 from ._working_set import DEFAULT_TODO_TOOLS
+from .compression import (
+    COMPRESSED_METADATA_KEY,
+    CompressionResult,
+    MessageCompressor,
+    compress,
+    compress_json,
+    compress_log,
+    compress_snapshot,
+    compress_text,
+)
 from .context_manager import (
     DEFAULT_COMPRESSION_REQUEST,
     AgentDrivenCompression,
@@ -68,6 +81,8 @@ from .context_manager import (
     truncate_output,
     truncate_text,
 )
+from .metrics import CheckpointRecord, ContextMetrics, MetricsSummary, ReductionRecord, RequestRecord
+from .phases import CompletedPhase, PhaseCheckpoints
 from .processors import (
     ClearToolResultsProcessor,
     HistoryProcessor,
@@ -75,6 +90,7 @@ from .processors import (
     SlidingWindowProcessor,
     SummarizationProcessor,
 )
+from .pruning import ImportancePruner, ImportanceScore, ImportanceWeights
 from .store import (
     CopyReport,
     DamagedRange,
@@ -107,6 +123,7 @@ from .store import (
     validate_session_id,
     working_context,
 )
+from .strategies import STRATEGIES, CompressionLevel, ContextConfig, Strategy
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -120,6 +137,7 @@ from .summarize import (
 )
 
 __all__ = [
+    "COMPRESSED_METADATA_KEY",
     "DEFAULT_COMPRESSION_REQUEST",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_REQUIRED_SECTIONS",
@@ -127,20 +145,28 @@ __all__ = [
     "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
     "RUN_MODEL",
+    "STRATEGIES",
     "SUMMARY_METADATA_KEY",
     "AgentCompressionCompleted",
     "AgentCompressionFallback",
     "AgentCompressionRequested",
     "AgentDrivenCompression",
     "CallbackFailed",
+    "CheckpointRecord",
     "ClearToolResultsProcessor",
     "CompactionCompleted",
     "CompactionFailed",
     "CompactionPlan",
     "CompactionSkipped",
     "CompactionStarted",
+    "CompletedPhase",
+    "CompressionLevel",
+    "CompressionResult",
+    "ContextConfig",
     "ContextEvent",
     "ContextManagerMiddleware",
+    "ContextMetrics",
+    "ContextReduced",
     "ContextSize",
     "ContextUsage",
     "CopyReport",
@@ -158,6 +184,9 @@ __all__ = [
     "HistoryStoreConflictError",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "ImportancePruner",
+    "ImportanceScore",
+    "ImportanceWeights",
     "IncrementalCounter",
     "InvalidSessionIdError",
     "JsonHistoryDatabase",
@@ -167,15 +196,21 @@ __all__ = [
     "LimitWarningIssued",
     "LiveRequest",
     "MemoryReader",
+    "MessageCompressor",
+    "MetricsSummary",
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PhaseCheckpointed",
+    "PhaseCheckpoints",
     "PreservedItem",
     "ProblemKind",
     "ProviderTokenCounter",
     "RecordBatch",
+    "ReductionRecord",
     "RequestAwareCounter",
     "RequestInfo",
+    "RequestRecord",
     "SQLiteHistoryDatabase",
     "SQLiteHistoryStore",
     "SearchHit",
@@ -186,6 +221,7 @@ __all__ = [
     "StoreReport",
     "StoreURLError",
     "StoredRecord",
+    "Strategy",
     "SummarizationProcessor",
     "Summarizer",
     "SummarizerError",
@@ -196,11 +232,17 @@ __all__ = [
     "ToolOutputTruncated",
     "ToolPairIndex",
     "ToolResultsCleared",
+    "ToolResultsCompressed",
     "Truncation",
     "UsageAnchoredCounter",
     "UsageUpdated",
     "WindowTrimmed",
     "async_count_tokens",
+    "compress",
+    "compress_json",
+    "compress_log",
+    "compress_snapshot",
+    "compress_text",
     "copy_sessions",
     "count_tokens_approximately",
     "ensure_message_id",

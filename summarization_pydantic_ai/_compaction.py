@@ -283,6 +283,8 @@ def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focu
         "covered_messages": len(plan.span),
         "replaces_summaries": list(plan.previous_summary_ids),
         "summarizer": outcome.summarizer,
+        # What the working set kept verbatim (for the session report; the event has the message ids).
+        "preserved": [{"kind": p.kind, "messages": p.messages, "tokens": p.tokens} for p in plan.preserved],
         "created_at": datetime.now(UTC).isoformat(),
     }
     if covers:

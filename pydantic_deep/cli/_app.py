@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     move.add_argument("--to", dest="destination", required=True, metavar="URL", help="where to copy them")
     move.add_argument("--session", action="append", metavar="ID", help="only this session (repeatable)")
 
+    report = commands.add_parser("report", help="write a session's report: one HTML page (context, cost, events)")
+    report.add_argument("id", metavar="ID")
+    report.add_argument("--out", "-o", type=Path, metavar="FILE", help="default: report.html in the session's folder")
+    _session_dir(report)
+
     demo = commands.add_parser("demo", help="an offline, scripted coding-agent session (no API key)")
     demo.add_argument("--dir", type=Path, metavar="DIR", help="where to run it (default: a new temporary directory)")
     demo.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause between steps, to watch")
@@ -129,6 +134,8 @@ async def _dispatch(args: argparse.Namespace, console: Console) -> int:
         return await _commands.search_session(args.session_dir, args.id, " ".join(args.query), console)
     if command == "export":
         return _commands.export_session(args.session_dir, args.id, args.format, args.output)
+    if command == "report":
+        return await _commands.report_session(args.session_dir, args.id, args.out, console)
     from ._demo import run_demo
 
     return await run_demo(args.dir, console, delay=args.delay)

@@ -1,4 +1,5 @@
-"""`pydantic-deep sessions | show | search | export`: read a session, change nothing (the search keeps its index)."""
+"""`pydantic-deep sessions | show | search | export | report`: read a session, change nothing (the search keeps its
+index; the report is written where asked)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic_ai.messages import ModelMessage
 from rich.console import Console
 
 from summarization_pydantic_ai import JsonHistoryStore
+from summarization_pydantic_ai.report import write_session_report_async
 
 from ..history_search import HistoryArchiveSearch, QueryError
 from ..sessions import SessionInfo, SessionManager
@@ -16,7 +18,7 @@ from ._errors import EXIT_USAGE, CliError
 from ._render import export_json, export_markdown, render_history, sessions_table
 from ._state import existing_session
 
-__all__ = ["export_session", "list_sessions", "search_session", "show_session"]
+__all__ = ["export_session", "list_sessions", "report_session", "search_session", "show_session"]
 
 
 def _session(session_dir: Path, session_id: str) -> SessionInfo:
@@ -70,4 +72,16 @@ def export_session(session_dir: Path, session_id: str, fmt: str, output: Path | 
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         output.write_text(text, encoding="utf-8")
+    return 0
+
+
+async def report_session(session_dir: Path, session_id: str, out: Path | None, console: Console) -> int:
+    info = _session(session_dir, session_id)
+    if not info.messages_path.is_file():
+        raise CliError(f"session {info.id} has no history yet ({info.messages_path}): nothing to report", EXIT_USAGE)
+    try:
+        path = await write_session_report_async(info.messages_path, out, title=f"Session {info.id}")
+    except OSError as exc:
+        raise CliError(str(exc)) from None
+    console.print(f"Report written to {path}", markup=False, highlight=False, soft_wrap=True)
     return 0

@@ -110,7 +110,16 @@ def context_report(state: ChatState) -> list[Text | str]:
         f"Compactions {compactions} in this session",
         f"History     {path} ({format_bytes(size)})",
         f"Session     {state.id}",
+        *_metrics_lines(state),
     ]
+
+
+def _metrics_lines(state: ChatState) -> list[Text | str]:
+    """The `ContextMetrics` summary of this chat (requests made since the session was opened here)."""
+    summary = state.metrics.summary()
+    if not summary.requests:
+        return [Text("Metrics     no request yet in this chat", style="dim")]
+    return [Text("Metrics (this chat)", style="bold"), *summary.lines()]
 
 
 async def _context(state: ChatState, arg: str) -> None:

@@ -13,7 +13,14 @@ from typing import Any
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage
 
-from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore, get_message_id, validate_session_id
+from summarization_pydantic_ai import (
+    ContextEvent,
+    ContextManagerMiddleware,
+    ContextMetrics,
+    JsonHistoryStore,
+    get_message_id,
+    validate_session_id,
+)
 
 from ..checkpoints import CheckpointMiddleware, FileCheckpointStore
 from ..deps import DeepAgentDeps
@@ -64,6 +71,8 @@ class ChatState:
     """A session this chat created (removed again if it is left without a message)."""
     deps: DeepAgentDeps = field(init=False)
     middleware: ContextManagerMiddleware = field(init=False)
+    metrics: ContextMetrics = field(init=False)
+    """Requests, usage, reductions of this chat in this session (`/context` shows the summary)."""
     checkpoints: CheckpointMiddleware = field(init=False)
     agent: Agent[DeepAgentDeps, Any] = field(init=False)
 
@@ -121,13 +130,14 @@ class ChatState:
 
         self.deps = self.manager.deps(self.id, workspace=self.workdir)
         window = self.resolved.max_tokens
+        self.metrics = ContextMetrics()
         self.middleware = ContextManagerMiddleware(
             messages_path=self.messages_path,
             summarization_model=self.resolved.summarization_model,
             max_tokens=window,
             model_name=None if window else self.resolved.name,
             keep=("messages", KEEP_MESSAGES),
-            event_callback=self.ui.context_event,
+            event_callback=self._context_event,
         )
         self.ui.threshold = self.middleware.compress_threshold
         session_dir = self.deps.session_dir
@@ -140,5 +150,9 @@ class ChatState:
             eviction=EvictionProcessor(token_limit=limit, event_callback=self.ui.context_event),
             memory=True,
             history_search=True,
-            capabilities=[self.checkpoints],
+            capabilities=[self.metrics, self.checkpoints],
         )
+
+    def _context_event(self, event: ContextEvent) -> None:
+        self.metrics.record(event)
+        self.ui.context_event(event)

@@ -1,5 +1,7 @@
 """Eviction: large tool outputs saved through the backend, replaced by structure-aware previews."""
 
+from summarization_pydantic_ai.compression import PreviewKind, detect_kind, make_preview
+
 from ._policy import (
     EVICTION_METADATA_KEY,
     MCP_POLICY,
@@ -10,7 +12,6 @@ from ._policy import (
     RetentionPolicy,
     safe_file_id,
 )
-from ._previews import PreviewKind, detect_kind, make_preview
 from ._processor import EvictionProcessor
 from ._store import EvictionArchive
 

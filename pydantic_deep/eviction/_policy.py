@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from ._previews import PreviewKind
+from summarization_pydantic_ai.compression import PreviewKind
 
 __all__ = [
     "EVICTION_METADATA_KEY",

@@ -23,6 +23,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from summarization_pydantic_ai import HistoryCursor
 from summarization_pydantic_ai._tokens import estimate_text_tokens
+from summarization_pydantic_ai.compression import detect_kind, make_preview
 
 from ..backends import BackendProtocol, normalize_path
 from ._content import as_text, pageable, printable, referenced_paths
@@ -34,7 +35,6 @@ from ._policy import (
     OutputEvicted,
     RetentionPolicy,
 )
-from ._previews import detect_kind, make_preview
 from ._store import EvictionArchive
 
 __all__ = ["EvictionProcessor"]

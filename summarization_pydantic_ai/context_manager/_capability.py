@@ -44,6 +44,7 @@ from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME
 from ._overflow import OverflowMixin
+from ._stamp import RequestMeasure, stamp_response
 from ._state import (
     NO_FOCUS,
     ContextUsage,
@@ -272,7 +273,10 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         # The id now; the record once the agent has committed (stamped) the response: at the next request or at
         # the end of the run, so the file holds it exactly as the history does.
         ensure_message_id(response)
-        await self._overflow_succeeded(self._run)
+        state = self._run
+        if state is not None and state.measure is not None:
+            stamp_response(response, state.measure, state.overflow.retries if state.overflow else ())
+        await self._overflow_succeeded(state)
         return response
 
     async def on_model_request_error(
@@ -371,6 +375,7 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
+        state.measure = RequestMeasure(size.tokens, budget, threshold_tokens)
         await self._report_usage(size, budget, source, store)
         pending = self._shared.take_pending()
         over = size.tokens >= threshold_tokens
@@ -383,6 +388,9 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         result = await self._compress(messages, size, budget, focus, store, ctx, live=live)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
+        if result is not messages and run is not None:  # the request sent is the compacted one
+            after = await measure(result, self.token_counter, run, budget, threshold_tokens)
+            state.measure = RequestMeasure(after.tokens, budget, threshold_tokens)
         return result
 
     async def _report_usage(self, size: Measure, budget: int, source: str, store: HistoryStore | None) -> None:

@@ -21,6 +21,7 @@ from ._truncate import TRUNCATED_METADATA_KEY
 
 if TYPE_CHECKING:
     from ._overflow import OverflowEpisode
+    from ._stamp import RequestMeasure
 
 __all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_and_count", "record_new_messages"]
 
@@ -82,6 +83,8 @@ class RunState:
     retry_messages: list[ModelMessage] | None = None
     overflow: OverflowEpisode | None = None
     """The overflow recovery of the current request step, if one is under way."""
+    measure: RequestMeasure | None = None
+    """The latest request as measured before it was sent (written on its response for the session report)."""
     model: Any = None
     """The run's model (from its latest request): it summarizes a compaction that has no request to reuse (the
     reactive overflow path), with `RUN_MODEL`."""

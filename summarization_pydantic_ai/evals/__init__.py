@@ -14,6 +14,7 @@ Example:
 Command line: `python -m summarization_pydantic_ai.evals --messages 1000 --strategy summarization`.
 """
 
+from ._browser import BROWSER_PHASES, BrowserSession, BrowserSessionResult, SeenRequest
 from ._derive import derive_probes, load_messages
 from ._probes import ARTIFACT_CATEGORIES, CATEGORIES, FoundIn, Probe, ProbeResult, todo_patterns
 from ._report import CategoryScore, ProbeReport
@@ -22,8 +23,11 @@ from ._session import MIN_MESSAGES, Session, build_session
 
 __all__ = [
     "ARTIFACT_CATEGORIES",
+    "BROWSER_PHASES",
     "CATEGORIES",
     "MIN_MESSAGES",
+    "BrowserSession",
+    "BrowserSessionResult",
     "CategoryScore",
     "CompactFn",
     "FoundIn",
@@ -31,6 +35,7 @@ __all__ = [
     "ProbeReport",
     "ProbeResult",
     "RehydrateFn",
+    "SeenRequest",
     "Session",
     "arun_probes",
     "build_session",

@@ -58,6 +58,9 @@ def test_context_compact_and_search(
     assert "Threshold   90% (compaction at ~14,400 tokens)" in first
     assert "Messages    8 in the working context" in first and "Compactions 0 in this session" in first
     assert f"sessions/{session_id}/messages.json (" in first and " KB)" in first
+    # the ContextMetrics summary of this chat: 3 runs, their requests, no reduction yet
+    assert "Metrics (this chat)" in first and re.search(r"Requests    \d+ in 3 run\(s\); largest ~[\d,]+ tokens", first)
+    assert "Reductions  0:" in first
     # /compact with a focus: before -> after, what was preserved, and that no LLM wrote it
     compact = out.split("› /compact keep the pool facts", 1)[1]
     assert re.search(r"Compacted: ~[\d,]+ → ~[\d,]+ tokens of messages; \d+ messages summarized", compact)
@@ -65,6 +68,8 @@ def test_context_compact_and_search(
     assert "deterministic summarizer" in compact
     after = out.split("› /context", 2)[2]
     assert "Compactions 1 in this session" in after and "(messages only, estimated" in after
+    assert re.search(r"Reductions  1: ~[\d,]+ tokens removed, \d+% per reduction on average", after)
+    assert "by ContextManagerMiddleware x1" in after
     records = _records(project, session_id)
     [summary] = [m for m in records if is_summary_message(m)]  # type: ignore[arg-type]
     assert (summary_info(summary) or {}).get("focus") == "keep the pool facts"  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""Structure-aware previews (`pydantic_deep.eviction._previews`): detection, content, bounds, speed and fuzzing.
+"""Structure-aware previews (`summarization_pydantic_ai.compression`, used by eviction): detection, content, bounds,
+speed and fuzzing.
 
 The inputs are generated to look like real tool outputs: a 300 KB JSON API response of nested records, a
 200 KB application log with a few ERROR lines and a Python traceback, a 100 KB CSV export with quoted fields,
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pydantic_deep.eviction._previews import PreviewKind, detect_kind, make_preview
+from summarization_pydantic_ai.compression import PreviewKind, detect_kind, make_preview
 
 KINDS: tuple[PreviewKind, ...] = get_args(PreviewKind)
 
@@ -460,7 +461,7 @@ def test_previews_stay_within_max_chars(name: str, max_chars: int) -> None:
 
 
 def test_docstring_examples_hold() -> None:
-    from pydantic_deep.eviction import _previews
+    from summarization_pydantic_ai.compression import _previews
 
     assert doctest.testmod(_previews).failed == 0
 

@@ -13,7 +13,16 @@ from typing import Any, cast
 
 from ._common import ELLIPSIS, Section, assemble, clip, fmt_int, plural, split_lines, wrap
 
-__all__ = ["JsonDoc", "abbreviate", "collection_sections", "json_preview", "parse_json", "type_name"]
+__all__ = [
+    "JsonDoc",
+    "abbreviate",
+    "collection_sections",
+    "json_preview",
+    "main_collection",
+    "parse_json",
+    "record_key_lines",
+    "type_name",
+]
 
 _LEADING_WS = re.compile(r"[ \t\r\n]*")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -219,7 +228,7 @@ def _measure(value: Any) -> tuple[int, int, bool]:
     return depth, nodes, False
 
 
-def _record_key_lines(items: Sequence[Any], width: int = 110) -> tuple[int, list[str]]:
+def record_key_lines(items: Sequence[Any], width: int = 110) -> tuple[int, list[str]]:
     """(objects seen, wrapped `key:type` lines) over the first items of a collection; keys missing from some
     objects show how many have them."""
     seen = 0
@@ -254,7 +263,7 @@ def _item_lines(items: Sequence[Any], numbers: Sequence[int] | None, indexes: Se
     return [f"{numbers[i]:>{width}}| {abbreviate(items[i])}" for i in indexes]
 
 
-def _main_collection(obj: dict[str, Any]) -> tuple[str, list[Any]] | None:
+def main_collection(obj: dict[str, Any]) -> tuple[str, list[Any]] | None:
     """The longest array within three levels of objects under the root (the payload of `{"data": [...]}`)."""
     best: tuple[str, list[Any]] | None = None
     frontier: list[tuple[str, dict[str, Any]]] = [("$", obj)]
@@ -282,7 +291,7 @@ def collection_sections(
     sections: list[Section] = []
     types = _types_of(items)
     mix = ", ".join(f"{fmt_int(n)} {name}" for name, n in sorted(types.items(), key=lambda kv: -kv[1])[:6])
-    seen, key_lines = _record_key_lines(items)
+    seen, key_lines = record_key_lines(items)
     if key_lines:
         of = f" (keys of the first {fmt_int(seen)} objects)" if seen < types.get("object", 0) else ""
         sections.append(Section(key_lines, "head", f"{label} item keys{of}:", floor=budget // 5))
@@ -325,7 +334,7 @@ def json_preview(doc: JsonDoc, length: int, max_chars: int) -> str:
         key_lines.append(f"  {ELLIPSIS} +{fmt_int(len(obj) - 500)} more keys")
     title = "top-level keys (share of the size):" if shares else "top-level keys:"
     sections = [Section(key_lines, "head", title, floor=max_chars * 2 // 5)]
-    main = _main_collection(obj)
+    main = main_collection(obj)
     if main is not None and len(main[1]) >= 2:
         sections += collection_sections(main[0], main[1], max_chars)
     elif len(obj) > 20:

@@ -22,7 +22,7 @@ structure that cannot be read falls back to the text preview, which says why).
 
 Usage:
 
-    >>> from pydantic_deep.eviction import detect_kind, make_preview
+    >>> from summarization_pydantic_ai.compression import detect_kind, make_preview
     >>> detect_kind('{"users": [{"id": 1}, {"id": 2}], "total": 2}')
     'json'
     >>> print(make_preview("id,name,role\\n1,Ada,admin\\n2,Grace,dev\\n3,Linus,ops\\n", max_chars=300))

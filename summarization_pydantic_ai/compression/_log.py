@@ -7,10 +7,21 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ._common import Section, assemble, fmt_int, number_lines, plural
 
-__all__ = ["is_log", "log_preview", "starts_like_log"]
+__all__ = [
+    "TRACEBACK",
+    "canonical_line",
+    "classify_line",
+    "is_frame_line",
+    "is_log",
+    "line_level",
+    "log_preview",
+    "starts_like_log",
+    "traceback_end",
+]
 
 _TS = (
     r"(?:\d{4}[-/.]\d{2}[-/.]\d{2}[T _]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:\s?Z|\s?[+-]\d{2}:?\d{2})?"
@@ -35,7 +46,7 @@ _LEVEL_LOWER = re.compile(
 )
 _LEVEL_SET = frozenset(_LEVEL_WORDS.split("|"))
 _LEVEL_LOGFMT = re.compile(r'(?:level|severity|"level"|"severity")\s*[=:]\s*"?(\w+)', re.IGNORECASE)
-_TRACEBACK = re.compile(r"\s*Traceback \(most recent call last\):")
+TRACEBACK = re.compile(r"\s*Traceback \(most recent call last\):")
 _FRAME = re.compile(r'\s+File "[^"]*", line \d+|\s+at [\w$.<>\[\] ]+[(:]|\s+at .+:\d+:\d+\)?$')
 _PROMPT = re.compile(r"(?:\$|>>>|PS [^>\n]{0,80}>|\w[\w.-]*@[\w.-]+[:~][^$#\n]{0,80}[$#]) \S")
 _ERROR_TEXT = re.compile(
@@ -93,9 +104,11 @@ def is_log(lines: Sequence[str]) -> tuple[bool, float]:
         n += 1
         if _STRONG.match(line):
             strong += 1
-        elif _FRAME.match(line) or _PROMPT.match(line) or _level(line) or _is_error_text(line) or _is_warn_text(line):
+        elif (
+            _FRAME.match(line) or _PROMPT.match(line) or line_level(line) or _is_error_text(line) or _is_warn_text(line)
+        ):
             signal += 1
-        if not traceback and _TRACEBACK.match(line):
+        if not traceback and TRACEBACK.match(line):
             traceback = True
     if n == 0:
         return False, 0.0
@@ -105,6 +118,11 @@ def is_log(lines: Sequence[str]) -> tuple[bool, float]:
     first = next((line for line in lines if line.strip()), "")
     found = found or (_PROMPT.match(first) is not None and strong + signal >= 2)
     return found and n >= 2, share
+
+
+def is_frame_line(line: str) -> bool:
+    """Whether `line` is a stack frame (`  File "x.py", line 3`, `    at f (app.js:1:2)`)."""
+    return _FRAME.match(line) is not None
 
 
 def starts_like_log(line: str) -> bool:
@@ -133,7 +151,7 @@ def _may_have_lower_level(prefix: str) -> bool:
     return any(word in low for word in _LOWER_COLON)
 
 
-def _level(line: str) -> str | None:
+def line_level(line: str) -> str | None:
     """The line's level (canonical: ERROR, WARN, INFO...), looked for in its first characters."""
     prefix = line[:_PREFIX]
     m = _LEVEL_UPPER.search(prefix)
@@ -152,6 +170,20 @@ def _level(line: str) -> str | None:
     return _CANON.get(word, word)
 
 
+def classify_line(line: str) -> Literal["error", "warning"] | None:
+    """Whether a log line is an error line, a warning line or neither. A line at a quiet level (INFO, DEBUG...)
+    is never an error, whatever its message says."""
+    return _classify(line, line_level(line))
+
+
+def _classify(line: str, level: str | None) -> Literal["error", "warning"] | None:
+    if level in _ERROR_LEVELS or ((level is None or level not in _QUIET_LEVELS) and _is_error_text(line)):
+        return "error"
+    if level == "WARN" or (level is None and _is_warn_text(line)):
+        return "warning"
+    return None
+
+
 @dataclass(slots=True)
 class _Entry:
     """One distinct error: its shown lines, the line numbers it occurred at and how many lines it spans."""
@@ -160,14 +192,15 @@ class _Entry:
     at: list[int] = field(default_factory=list[int])
 
 
-def _canonical(text: str) -> str:
+def canonical_line(text: str) -> str:
+    """The line with a leading timestamp removed and digits masked: repeats of one message share it."""
     m = _TIMESTAMP.search(text[:_PREFIX])
     if m is not None and m.start() < 4:
         text = text[m.end() :]
     return _DIGITS.sub("#", text.strip())[:200]
 
 
-def _traceback_end(lines: Sequence[str], start: int) -> int:
+def traceback_end(lines: Sequence[str], start: int) -> int:
     """Index of the exception line closing the traceback that starts at `start` (or the last line scanned)."""
     i = start + 1
     n = len(lines)
@@ -208,14 +241,14 @@ class _LogScan:
         i, n = 0, len(lines)
         while i < n:
             line = lines[i]
-            level = _level(line)
+            level = line_level(line)
             if level is not None:
                 self.levels[level] = self.levels.get(level, 0) + 1
             if not self.first_ts and (m := _TIMESTAMP.match(line.lstrip(" [("))):
                 self.first_ts = m.group(0)
             if len(self.commands) < 40 and _PROMPT.match(line):
                 self.commands.append((i + 1, line))
-            if _TRACEBACK.match(line):
+            if TRACEBACK.match(line):
                 i = self._traceback(i) + 1
                 continue
             self._classify(i, line, level)
@@ -229,27 +262,22 @@ class _LogScan:
     def _traceback(self, i: int) -> int:
         """Record the traceback starting at line index `i` as one error; returns the index of its last line."""
         lines = self.lines
-        end = _traceback_end(lines, i)
+        end = traceback_end(lines, i)
         shown = [(i + 1, lines[i])]
         frames = [j for j in range(i + 1, end) if _FRAME.match(lines[j])]
         if frames:
             shown.append((frames[-1] + 1, lines[frames[-1]]))  # where it was raised
         if end > i:
             shown.append((end + 1, lines[end]))  # the exception
-        self.errors.setdefault("tb:" + _canonical(lines[end]), _Entry(shown)).at.append(i + 1)
+        self.errors.setdefault("tb:" + canonical_line(lines[end]), _Entry(shown)).at.append(i + 1)
         self.error_lines += 1 + (end > i and _is_error_text(lines[end]))
         return end
 
     def _classify(self, i: int, line: str, level: str | None) -> None:
-        is_error = level in _ERROR_LEVELS
-        is_warn = level == "WARN"
-        if level is None or level not in _QUIET_LEVELS:
-            is_error = is_error or _is_error_text(line)
-        if not is_error and level is None:
-            is_warn = _is_warn_text(line)
-        if is_error:
+        kind = _classify(line, level)
+        if kind == "error":
             self.error_lines += 1
-            key = _canonical(line)
+            key = canonical_line(line)
             entry = self.errors.get(key)
             if entry is None:
                 shown = [(i + 1, line)]
@@ -257,7 +285,7 @@ class _LogScan:
                     shown.append((i + 2, self.lines[i + 1]))  # the first frame under a JS/Java error
                 entry = self.errors[key] = _Entry(shown)
             entry.at.append(i + 1)
-        elif is_warn:
+        elif kind == "warning":
             self.warn_lines += 1
 
     def facts(self) -> list[str]:

@@ -1,0 +1,28 @@
+"""The report's cost figures: the cost module's ledger fed the records in order, a cumulative figure per request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+from ..cost import CostLedger, Spend
+from ._page import CostView
+
+__all__ = ["cost_view"]
+
+
+def cost_view(messages: Sequence[ModelMessage]) -> CostView:
+    """Totals as `session_costs` gives them, and the running total after each request (a summarizer's calls count
+    at the request whose compaction made them). After an unpriced request the line is a lower bound: the priced
+    requests alone (the totals say unknown, never 0)."""
+    ledger = CostLedger()
+    running = Spend()
+    cumulative: list[float | None] = []
+    for message in messages:
+        for priced in ledger.add_messages([message]):
+            running = running + priced.spend
+        if isinstance(message, ModelResponse):
+            known = running.cost_usd if running.cost_usd is not None else running.known_cost_usd
+            cumulative.append(float(known) if running.requests > running.unpriced_requests else None)
+    return CostView(cumulative, ledger.totals())

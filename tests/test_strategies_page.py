@@ -1,0 +1,32 @@
+"""docs/strategies.md holds the presets table the script measures now (the session and presets are deterministic)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script() -> ModuleType:
+    path = ROOT / "benchmarks" / "strategies_table.py"
+    spec = importlib.util.spec_from_file_location("strategies_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("strategies_table", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_presets_table_of_the_docs_is_current() -> None:
+    script = _script()
+    rows = await script.measure()
+    page = (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
+    table = script.render(rows)
+    assert script.replace_table(page, table) == page, "run: python benchmarks/strategies_table.py"
+    assert all(row.valid for row in rows)
+    assert all(row.result.summary_requests == 0 for row in rows), "the page's presets never call a model"
+    baseline = rows[0].result.max_request_tokens
+    assert all(row.result.max_request_tokens < script.WINDOW < baseline for row in rows[1:])
