@@ -6,9 +6,11 @@ no import circle (`run.py` imports the other two to run them).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -118,3 +120,35 @@ def fmt_time(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:,.2f} ms"
     return f"{seconds:,.2f} s"
+
+
+_SECTION = re.compile(r"<!-- section:(?P<name>[\w-]+) -->\n.*?<!-- /section:(?P=name) -->\n", re.DOTALL)
+
+
+def write_section(path: Path, name: str, lines: list[str]) -> None:
+    """Put `lines` between `<!-- section:name -->` markers in the page at `path` (replacing that block, or before
+    `## Environment`). Benchmarks that need a server (PostgreSQL) write their figures so; `run.py` keeps the blocks
+    when it regenerates the page."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    block = "\n".join([f"<!-- section:{name} -->", *lines, f"<!-- /section:{name} -->"]) + "\n"
+    blocks = {m.group("name"): m.group(0) for m in _SECTION.finditer(text)}
+    if name in blocks:
+        path.write_text(text.replace(blocks[name], block), encoding="utf-8")
+    else:
+        path.write_text(with_sections(text, [block]), encoding="utf-8")
+
+
+def kept_sections(path: Path) -> list[str]:
+    """The `<!-- section:... -->` blocks of the page at `path` (none when there is no page)."""
+    return [m.group(0) for m in _SECTION.finditer(path.read_text(encoding="utf-8"))] if path.exists() else []
+
+
+def with_sections(page: str, blocks: list[str]) -> str:
+    """`page` with `blocks` inserted before its `## Environment` section (or at the end)."""
+    if not blocks:
+        return page
+    joined = "\n".join(blocks)
+    if "\n## Environment" in page:
+        before, after = page.split("\n## Environment", 1)
+        return before.rstrip("\n") + "\n\n" + joined + "\n## Environment" + after
+    return page.rstrip("\n") + "\n\n" + joined

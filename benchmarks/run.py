@@ -18,9 +18,9 @@ The page also gets a section for `ContextManagerMiddleware` with persistence (is
 sections for `EvictionProcessor` (issue 4) and the history search (issue 5), measured by `benchmarks/deep.py`
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
 medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, the content compressors and
-`MessageCompressor` (issue 13), by `benchmarks/compressors.py`, and importance pruning and phase checkpoints
-(issue 13), by `benchmarks/pruning.py`, and the file and SQLite history stores (issue 14), by
-`benchmarks/stores.py`.
+`MessageCompressor` (issue 13), by `benchmarks/compressors.py`, importance pruning and phase checkpoints
+(issue 13), by `benchmarks/pruning.py`, `CostTrackingMiddleware` (issue 12), by `benchmarks/cost.py`, and
+the file and SQLite history stores (issue 14), by `benchmarks/stores.py`.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ from _common import (
     Timing,
     build_history,
     fmt_time,
+    kept_sections,
+    with_sections,
 )
 from pydantic_ai.messages import (
     ModelMessage,
@@ -66,6 +68,9 @@ from summarization_pydantic_ai import (
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
+BEFORE_AFTER = ROOT / "benchmarks" / "before_after_issue9.md"
+"""The issue-9 before/after section: measured on two checkouts by `benchmarks/ab_compare.py` (not by this script),
+kept as written and copied into the page."""
 
 Call = Callable[[list[ModelMessage]], Awaitable[object]]
 
@@ -334,6 +339,13 @@ def _compaction_module() -> Any:
     return compaction
 
 
+def _cost_module() -> Any:
+    """`benchmarks/cost.py` (CostTrackingMiddleware per request)."""
+    import cost
+
+    return cost
+
+
 def _presets_module() -> Any:
     """`benchmarks/presets.py` (the medium strategy preset's per-request overhead)."""
     import presets
@@ -381,6 +393,7 @@ def render_markdown(
     presets: list[str] | None = None,
     compressors: Any = None,
     pruning: list[str] | None = None,
+    cost: list[str] | None = None,
     stores: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
@@ -446,9 +459,11 @@ def render_markdown(
         *_deep_module().markdown_lines(*deep, args.iterations),
         *(_checkpoints_module().markdown_lines(checkpoints) if checkpoints is not None else []),
         *(compaction or []),
+        *(cost or []),
         *(presets or []),
         *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         *(pruning or []),
+        *([*BEFORE_AFTER.read_text(encoding="utf-8").splitlines(), ""] if BEFORE_AFTER.exists() else []),
         *(stores or []),
         "## Environment",
         "",
@@ -524,6 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoints = asyncio.run(_checkpoints_module().run_checkpoints(args.iterations))
     compaction_results, expected_calls = asyncio.run(_compaction_module().run(10_000, 3))
     compaction = _compaction_module().markdown_lines(compaction_results, expected_calls, 10_000, 3)
+    cost = _cost_module().markdown_lines(asyncio.run(_cost_module().run(_cost_module().SIZES, 3)), 3)
     presets_result = asyncio.run(_presets_module().run(3 if args.quick else 10))
     presets = _presets_module().markdown_lines(presets_result)
     compressors = asyncio.run(_compressors_module().run(args.iterations))
@@ -536,29 +552,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     _deep_module().print_deep(*deep)
     _checkpoints_module().print_checkpoints(checkpoints)
     print("\n".join(compaction))
+    print("\n".join(cost))
     print("\n".join(presets))
     print("\n".join(stores))
     _compressors_module().print_compressors(compressors)
     _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(
-            render_markdown(
-                rows,
-                references,
-                middleware,
-                deep,
-                args,
-                elapsed,
-                checkpoints,
-                compaction,
-                presets,
-                compressors,
-                pruning,
-                stores,
-            ),
-            encoding="utf-8",
+        page = render_markdown(
+            rows,
+            references,
+            middleware,
+            deep,
+            args,
+            elapsed,
+            checkpoints,
+            compaction,
+            presets,
+            compressors,
+            pruning,
+            cost,
+            stores,
         )
+        # Sections measured by other scripts (the PostgreSQL benchmarks need a server) are kept as they are.
+        args.output.write_text(with_sections(page, kept_sections(args.output)), encoding="utf-8")
         print(f"wrote {args.output}")
     ok = (
         all(v.ok for v in verdicts(rows))

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from summarization_pydantic_ai import STRATEGIES, ContextConfig, validate_history
+from summarization_pydantic_ai import STRATEGIES, ContextConfig, ContextMetrics, validate_history
+from summarization_pydantic_ai.compression import MessageCompressor
 from summarization_pydantic_ai.evals import BrowserSession, BrowserSessionResult
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "strategies.md"
@@ -44,6 +45,11 @@ def preset(strategy: str) -> ContextConfig:
 
 async def measure() -> list[Row]:
     rows = [Row("no strategy", await BrowserSession().run(), 0, True)]
+    metrics = ContextMetrics()
+    compressor = MessageCompressor(level="medium", event_callback=metrics.record)
+    compressed = await BrowserSession().run([metrics, compressor])
+    valid = all(validate_history(h, for_request=False) == [] for h in compressed.run_histories)
+    rows.append(Row("compression only (`medium`)", compressed, metrics.summary().reductions, valid))
     for strategy in STRATEGIES:
         config = preset(strategy)
         result = await BrowserSession().run(config.capabilities())

@@ -7,7 +7,9 @@ PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddlewa
 ```
 
 so histories are repaired before anything reads them, large outputs are evicted before tokens are counted, and the
-history store records what the model is finally sent.
+history store records what the model is finally sent. With `context=ContextConfig(...)` the strategy's steps
+(compress, checkpoint, prune, slide) open the "your processors" slot and its middleware is the context manager;
+its `ContextMetrics`, an observer, sits outside the spine (first), to see each request as it comes and as it goes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from summarization_pydantic_ai import (
     AgentDrivenCompression,
     ContextManagerMiddleware,
+    CostTrackingMiddleware,
     TokenCounter,
     UsageAnchoredCounter,
     count_tokens_approximately,
@@ -134,14 +137,27 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
 
 
 def _default_middleware(
-    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None = None
+    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None
 ) -> Any:
-    """The factory of the default context manager: the strategy's, when there is one; it keeps the session where
-    `storage` says (messages.json without one)."""
+    """The factory of the default context manager (the strategy's, when there is one), keeping the session where
+    `storage` says: messages.json in the session layout, or the storage's database."""
     source = _history_source(storage)
     if context is None:
         return lambda: ContextManagerMiddleware(**source, token_counter=counter)
     return lambda: context.middleware(model, **source, token_counter=counter)
+
+
+def _session_store(middleware: ContextManagerMiddleware | None) -> Any:
+    """The store phase checkpoints archive in: the one the middleware writes for the run's session."""
+    source = None if middleware is None else middleware.messages_path
+    if middleware is None or not callable(source):
+        return None if middleware is None else middleware.store
+
+    def store(ctx: RunContext[Any]) -> Any:
+        path = source(ctx)
+        return None if path is None else middleware.store_for(path)
+
+    return store
 
 
 def _check_context(context: Any, context_manager: Any) -> None:
@@ -165,6 +181,7 @@ def create_deep_agent(
     tools: Sequence[Any] = (),
     toolsets: Sequence[Any] = (),
     context_manager: ContextManagerMiddleware | bool | None = True,
+    cost_tracking: CostTrackingMiddleware | bool | None = True,
     agent_driven: AgentDrivenCompression | bool | None = None,
     eviction: EvictionProcessor | bool | None = True,
     memory: AgentMemoryToolset | bool | None = None,
@@ -173,8 +190,8 @@ def create_deep_agent(
     filesystem: bool = True,
     patch_tool_calls: bool = True,
     capabilities: Sequence[AbstractCapability[Any]] = (),
-    store: str | os.PathLike[str] | Storage | None = None,
     context: ContextConfig | None = None,
+    store: str | os.PathLike[str] | Storage | None = None,
     **agent_kwargs: Any,
 ) -> Agent[DeepAgentDeps, Any]:
     """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
@@ -185,6 +202,9 @@ def create_deep_agent(
         tools: extra tools; toolsets: extra toolsets.
         context_manager: a `ContextManagerMiddleware`, `True` for one writing
             `.pydantic-deep/sessions/<id>/messages.json` (per `DeepAgentDeps`), or `False`/`None` for none.
+        cost_tracking: a `CostTrackingMiddleware` (for budgets), `True` for one that prices every request and
+            continues the session's totals from the context manager's store, or `False`/`None` for none. It runs
+            right after the context manager (it checks budgets against the compacted request).
         agent_driven: an `AgentDrivenCompression`, `True` for one that reads the memory file on `deps.backend`
             (where `write_file` writes it), measures with the context manager's counter (usage-anchored when the
             context manager is the default one) and records and falls back through it, or off.
@@ -196,13 +216,13 @@ def create_deep_agent(
         filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).
         patch_tool_calls: repair histories (unanswered or misplaced tool results) before anything reads them.
         capabilities: your processors and capabilities; they run between eviction and the context manager.
+        context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
+            middleware is the context manager (writing the session's `messages.json`), and its metrics observe
+            every request from the outside. Leave `context_manager` at its default with it (or `False`).
         store: where sessions live: a URL (`file://...`, `sqlite:///agents.db`, `postgresql://...`) or a `Storage`
             (`open_storage(url)`). The default context manager, memory and history search then keep each run's
             session (`deps.session_id`) there instead of `<deps.base_dir>/sessions/<id>/messages.json`. `None`:
             messages.json in the session layout.
-        context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
-            middleware is the context manager (writing the session's `messages.json`), and its metrics observe
-            every request from the outside. Leave `context_manager` at its default with it (or `False`).
         **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
 
     Example:
@@ -235,10 +255,18 @@ def create_deep_agent(
     if evictor is not None:
         spine.append(evictor)
     if context is not None:
-        spine.extend(context.processors(model))
+        spine.extend(context.processors(model, history_store=_session_store(middleware)))
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]
+    cost = _pick(
+        cost_tracking,
+        CostTrackingMiddleware,
+        lambda: CostTrackingMiddleware(context_manager=middleware),
+        "cost_tracking",
+    )
+    if cost is not None:
+        spine.append(cost)
     compression = _pick(
         agent_driven,
         AgentDrivenCompression,

@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import is_
-from typing import Any, Generic, Literal, cast, overload
+from typing import Any, Generic, Literal, overload
 
 from pydantic_ai.messages import ModelMessage
 from typing_extensions import TypeVar
@@ -69,6 +69,14 @@ class HistoryChange:
     def is_append_only(self) -> bool:
         """Nothing seen before changed: the history is unchanged or only grew at the end."""
         return self.kind in ("unchanged", "appended")
+
+
+def _change(kind: ChangeKind, start: int, length: int, edited: tuple[int, ...] = ()) -> HistoryChange:
+    """A `HistoryChange`, made without the frozen dataclass's `__init__` (one `object.__setattr__` per field):
+    this runs on every call of every consumer."""
+    change = object.__new__(HistoryChange)
+    change.__dict__.update(kind=kind, start=start, length=length, edited=edited)
+    return change
 
 
 _Fingerprint = tuple[object, ...]
@@ -121,13 +129,21 @@ class HistoryCursor:
     history that shrank, or `verify=True`) is reported as edited: looked at again, never silently trusted.
     """
 
-    __slots__ = ("_fingerprint_all", "_fingerprints", "_refs", "_seen_any")
+    __slots__ = ("_fingerprint_all", "_fingerprints", "_items_of", "_refs", "_refs_items", "_seen_any")
 
     def __init__(self, *, fingerprint_all: bool = True) -> None:
         self._seen_any = False
         self._fingerprint_all = fingerprint_all
-        self._refs: list[ModelMessage] = []
         self._fingerprints: list[_Fingerprint | None] = []
+        self._set_refs([])
+        self._items_of: tuple[int, ctypes.c_void_p | None] = (0, None)
+        """(id of the list last compared, a view of its item-array pointer): a list at that address is read
+        through the same view (it reads the pointer where it is now), so the view is made once per list."""
+
+    def _set_refs(self, refs: list[ModelMessage]) -> None:
+        self._refs = refs
+        # A view of the refs list's item-array pointer (it follows reallocation: read at each comparison).
+        self._refs_items = _pointer_at(id(refs) + _ITEMS_OFFSET) if _FAST else None
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -139,7 +155,8 @@ class HistoryCursor:
 
     def reset(self) -> None:
         """Forget everything: the next history is `replaced` from 0."""
-        self._refs, self._fingerprints, self._seen_any = [], [], False
+        self._fingerprints, self._seen_any = [], False
+        self._set_refs([])
 
     def peek(self, messages: Sequence[ModelMessage], *, verify: bool = False) -> HistoryChange:
         """Classify `messages` against the last history without moving the cursor.
@@ -148,16 +165,16 @@ class HistoryCursor:
         """
         seen, n = len(self._refs), len(messages)
         if not self._seen_any:
-            return HistoryChange("replaced", 0, n)
+            return _change("replaced", 0, n)
         common = min(seen, n)
         if self._prefix_identical(messages, common):
             edited = self._mutated(messages, 0 if verify else max(0, common - _TAIL), common)
             if n < seen:
                 first = edited[0] if edited else n
-                return HistoryChange("replaced", first, n)
+                return _change("replaced", first, n)
             if edited:
-                return HistoryChange("edited", seen, n, edited)
-            return HistoryChange("appended" if n > seen else "unchanged", seen, n)
+                return _change("edited", seen, n, edited)
+            return _change("appended" if n > seen else "unchanged", seen, n)
         return self._classify_slow(messages, common, verify)
 
     def advance(self, messages: Sequence[ModelMessage], *, verify: bool = False) -> HistoryChange:
@@ -169,9 +186,16 @@ class HistoryCursor:
     def commit(self, messages: Sequence[ModelMessage], change: HistoryChange) -> None:
         """Remember `messages` as the last history, given the `change` that `peek` reported for them."""
         self._seen_any = True
-        if change.kind == "unchanged":
+        kind = change.kind
+        if kind == "unchanged":
             return
-        keep = change.start if change.kind == "replaced" else len(self._refs)
+        if kind == "appended" and (self._fingerprint_all or change.appended <= _TAIL):
+            # The usual case: nothing to drop or replace, every new message gets its fingerprint.
+            new = messages[change.start :]
+            self._refs += new
+            self._fingerprints += map(_fingerprint, new)
+            return
+        keep = change.start if kind == "replaced" else len(self._refs)
         del self._refs[keep:]
         del self._fingerprints[keep:]
         for i in change.edited:
@@ -189,14 +213,25 @@ class HistoryCursor:
     def _prefix_identical(self, messages: Sequence[ModelMessage], common: int) -> bool:
         if not common:
             return True
-        if _FAST and _is_plain_list(messages):
-            return _same_items(cast("list[ModelMessage]", messages), self._refs, common)
+        if self._refs_items is not None and _is_plain_list(messages):
+            if common > len(messages) or common > len(self._refs):
+                return False
+            key, items = self._items_of
+            if key != id(messages) or items is None:
+                items = _pointer_at(id(messages) + _ITEMS_OFFSET)
+                self._items_of = (id(messages), items)
+            assert _memcmp is not None
+            return _memcmp(items, self._refs_items, common * _POINTER) == 0
         return all(map(is_, messages[:common], self._refs))
 
     def _mutated(self, messages: Sequence[ModelMessage], start: int, stop: int) -> tuple[int, ...]:
         fingerprints = self._fingerprints
+        now = list(map(_fingerprint, messages[start:stop]))
+        # One list comparison in C (identity first, item by item) when nothing changed, the usual case.
         # A missing fingerprint (`fingerprint_all=False`) compares unequal: the message is looked at again.
-        return tuple([i for i in range(start, stop) if _fingerprint(messages[i]) != fingerprints[i]])
+        if now == fingerprints[start:stop]:
+            return ()
+        return tuple([start + k for k, fingerprint in enumerate(now) if fingerprint != fingerprints[start + k]])
 
     def _classify_slow(self, messages: Sequence[ModelMessage], common: int, verify: bool) -> HistoryChange:
         """Some message in the common prefix is a different object: find out which and why."""
@@ -212,16 +247,16 @@ class HistoryCursor:
                 continue
             old_id = get_message_id(old)
             if old_id is None or get_message_id(new) != old_id:
-                return HistoryChange("replaced", edited[0] if edited else i, n)  # id changed: a new history
+                return _change("replaced", edited[0] if edited else i, n)  # id changed: a new history
             if not _same_fingerprint(_fingerprint(new), fingerprints[i]) and new != old:
                 edited.append(i)
             else:  # an equal copy: nothing to report, but remember the new object
                 refs[i], fingerprints[i] = new, _fingerprint(new)
         if n < seen:
-            return HistoryChange("replaced", edited[0] if edited else n, n)
+            return _change("replaced", edited[0] if edited else n, n)
         if not edited:
-            return HistoryChange("appended" if n > seen else "unchanged", seen, n)
-        return HistoryChange("edited", seen, n, tuple(edited))
+            return _change("appended" if n > seen else "unchanged", seen, n)
+        return _change("edited", seen, n, tuple(edited))
 
 
 _POINTER = ctypes.sizeof(ctypes.c_void_p)
@@ -287,12 +322,6 @@ def _is_plain_list(messages: Sequence[ModelMessage]) -> bool:
         if len(_LIST_LIKE) < 64:
             _LIST_LIKE[cls] = known
     return known
-
-
-def _same_items(a: list[ModelMessage], b: list[ModelMessage], count: int) -> bool:
-    if count > len(a) or count > len(b):
-        return False
-    return _same_items_unchecked(a, b, count)
 
 
 _C = TypeVar("_C", bound=HistoryCursor, default=HistoryCursor)

@@ -10,12 +10,15 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal, TypeAlias
 
 __all__ = [
     "AgentCompressionCompleted",
     "AgentCompressionFallback",
     "AgentCompressionRequested",
+    "BudgetExceeded",
+    "BudgetWarningIssued",
     "CallbackFailed",
     "CompactionCompleted",
     "CompactionFailed",
@@ -23,6 +26,7 @@ __all__ = [
     "CompactionStarted",
     "ContextEvent",
     "ContextReduced",
+    "CostRecorded",
     "EventCallback",
     "LimitWarningIssued",
     "OverflowRecovered",
@@ -305,6 +309,53 @@ class OverflowRecoveryFailed(_OverflowReport):
 
 
 @dataclass(frozen=True)
+class CostRecorded:
+    """A model request was priced (the agent's, a summarizer call, or an overflow retry); see Cost tracking."""
+
+    processor: str
+    kind: Literal["agent", "summarizer", "overflow_retry"]
+    model: str
+    input_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None
+    """`None`: the model is unknown to genai-prices (the cost is unknown, not 0)."""
+    run_cost_usd: Decimal | None
+    session_cost_usd: Decimal | None
+    run_tokens: int
+    session_tokens: int
+
+
+BudgetName: TypeAlias = Literal["max_cost_usd", "max_tokens_total", "session_max_cost_usd", "session_max_tokens_total"]
+
+
+@dataclass(frozen=True)
+class BudgetWarningIssued:
+    """The spend reached `warn_fraction` of a budget (once per budget per run)."""
+
+    processor: str
+    budget: BudgetName
+    limit: Decimal | int
+    spent: Decimal | int
+    text: str
+
+
+@dataclass(frozen=True)
+class BudgetExceeded:
+    """A request was refused: sending it would pass a budget. The run stops with `BudgetExceededError`."""
+
+    processor: str
+    budget: BudgetName
+    limit: Decimal | int
+    spent: Decimal | int
+    estimated_request: Decimal | int
+    """What the refused request was estimated to add (USD or tokens)."""
+    request: int
+    """The refused request's number in the run (1 is the first)."""
+
+
+@dataclass(frozen=True)
 class ContextReduced:
     """A zero-LLM strategy made the working context smaller (importance pruning, a phase checkpoint, ...)."""
 
@@ -365,6 +416,9 @@ ContextEvent: TypeAlias = (
     | AgentCompressionFallback
     | OverflowRecovered
     | OverflowRecoveryFailed
+    | CostRecorded
+    | BudgetWarningIssued
+    | BudgetExceeded
     | ContextReduced
     | PhaseCheckpointed
 )

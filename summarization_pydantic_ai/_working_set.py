@@ -194,7 +194,7 @@ def protected_call_ids(messages: Sequence[ModelMessage], options: WorkingSetOpti
     return frozenset(ids)
 
 
-def _has_error(message: ModelMessage) -> bool:
+def has_tool_error(message: ModelMessage) -> bool:
     if not isinstance(message, ModelRequest):
         return False
     for part in message.parts:
@@ -220,7 +220,7 @@ def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tup
                 exchanges.append(i)
             if not todo and any(name in options.todo_tools for name in names):
                 todo.append(i)
-        elif len(errors) < options.errors and _has_error(message):
+        elif len(errors) < options.errors and has_tool_error(message):
             errors.append(i)
     return todo, errors, exchanges
 

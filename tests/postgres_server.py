@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -45,10 +46,9 @@ def _unavailable(reason: str) -> None:
 
 
 def with_database(dsn: str, database: str) -> str:
-    """`dsn` pointing at another database of the same server."""
-    import psycopg.conninfo
-
-    return psycopg.conninfo.make_conninfo(dsn, dbname=database)
+    """`dsn` (a `postgresql://` URL) pointing at another database of the same server."""
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + quote(database), parts.query, parts.fragment))
 
 
 @pytest.fixture(scope="session")
@@ -74,11 +74,9 @@ def postgres_server() -> Iterator[str]:
             raise
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            # A template with the extension every store wants: each test's database is a cheap copy of it.
+            # Each test's database is a cheap copy of this template (the stores need no extension).
             conn.execute(SQL("DROP DATABASE IF EXISTS {}").format(_template()))
             conn.execute(SQL("CREATE DATABASE {} TEMPLATE template0").format(_template()))
-        with psycopg.connect(with_database(dsn, _template_name()), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
         yield dsn
     finally:
         if cluster is not None:

@@ -17,10 +17,13 @@ from summarization_pydantic_ai import (
     SlidingWindowProcessor,
     validate_history,
 )
+from summarization_pydantic_ai.compression import MessageCompressor
 from summarization_pydantic_ai.evals import BrowserSession
+from summarization_pydantic_ai.phases import PhaseCheckpoints
+from summarization_pydantic_ai.pruning import ImportancePruner
 
 WINDOW = 32_000
-ZERO_LLM = ("sliding_window",)
+ZERO_LLM = ("sliding_window", "checkpoint", "hybrid")
 
 
 @pytest.mark.parametrize(
@@ -56,11 +59,14 @@ def test_the_sliding_window_stack_for_a_plain_agent() -> None:
     stack = config.capabilities()
     assert [type(c) for c in stack] == [
         ContextMetrics,
+        MessageCompressor,
         SlidingWindowProcessor,
         SlidingWindowProcessor,
         ContextManagerMiddleware,
     ]
-    by_tokens, by_count = stack[1], stack[2]
+    compressor, by_tokens, by_count = stack[1], stack[2], stack[3]
+    assert isinstance(compressor, MessageCompressor)
+    assert (compressor.level, compressor.snapshot_depth) == ("medium", None)
     assert isinstance(by_tokens, SlidingWindowProcessor) and isinstance(by_count, SlidingWindowProcessor)
     assert (by_tokens.trigger, by_tokens.keep, by_tokens.max_tokens) == (("fraction", 0.8), ("fraction", 0.5), WINDOW)
     assert (by_count.trigger, by_count.keep) == (("messages", 60), ("messages", 30))
@@ -74,8 +80,52 @@ def test_the_sliding_window_stack_for_a_plain_agent() -> None:
 def test_preserve_errors_reaches_every_step() -> None:
     kept = ContextConfig("sliding_window", max_tokens=WINDOW)
     dropped = ContextConfig("sliding_window", max_tokens=WINDOW, preserve_errors=False)
-    assert {getattr(c, "keep_errors", 3) for c in kept.capabilities()} == {3}
-    assert {c.keep_errors for c in dropped.capabilities() if not isinstance(c, ContextMetrics)} == {0}  # type: ignore[attr-defined]
+    assert {c.keep_errors for c in kept.capabilities() if hasattr(c, "keep_errors")} == {3}  # type: ignore[attr-defined]
+    assert {c.keep_errors for c in dropped.capabilities() if hasattr(c, "keep_errors")} == {0}  # type: ignore[attr-defined]
+    pruner = next(c for c in ContextConfig("hybrid", max_tokens=WINDOW).processors() if isinstance(c, ImportancePruner))
+    assert pruner.keep_predicate is not None, "failed tool exchanges are never pruned"
+    no_errors = ContextConfig("hybrid", max_tokens=WINDOW, preserve_errors=False).processors()
+    assert next(c for c in no_errors if isinstance(c, ImportancePruner)).keep_predicate is None
+
+
+def test_the_hybrid_stack_compresses_checkpoints_prunes_then_slides() -> None:
+    config = ContextConfig(
+        "hybrid",
+        max_tokens=WINDOW,
+        compression_level="high",
+        snapshot_depth=3,
+        checkpoint_phases=("login", "cart"),
+        importance_threshold=6.0,
+    )
+    steps = config.processors()
+    assert [type(s) for s in steps] == [MessageCompressor, PhaseCheckpoints, ImportancePruner, SlidingWindowProcessor]
+    compressor, checkpoints, pruner, backstop = steps
+    assert isinstance(compressor, MessageCompressor) and (compressor.level, compressor.snapshot_depth) == ("high", 3)
+    assert isinstance(checkpoints, PhaseCheckpoints) and checkpoints.phases == ("login", "cart")
+    assert config.checkpoints is checkpoints, "the application marks phases done on it"
+    assert isinstance(pruner, ImportancePruner)
+    assert (pruner.target_tokens, pruner.trigger_tokens, pruner.protect_score) == (16_000, 25_600, 6.0)
+    assert isinstance(backstop, SlidingWindowProcessor) and backstop.trigger == ("fraction", 0.9)
+    without_phases = ContextConfig("hybrid", max_tokens=WINDOW, compression_level="none").processors()
+    assert [type(s) for s in without_phases] == [ImportancePruner, SlidingWindowProcessor]
+
+
+def test_the_checkpoint_stack_and_where_it_archives(tmp_path: Any) -> None:
+    config = ContextConfig("checkpoint", max_tokens=WINDOW)
+    stack = config.capabilities(messages_path=tmp_path / "messages.json")
+    kinds = [type(c) for c in stack]
+    checkpoint_stack = [MessageCompressor, PhaseCheckpoints, SlidingWindowProcessor, ContextManagerMiddleware]
+    assert kinds == [ContextMetrics, *checkpoint_stack]
+    checkpoints, middleware = stack[2], stack[-1]
+    assert isinstance(checkpoints, PhaseCheckpoints) and isinstance(middleware, ContextManagerMiddleware)
+    assert checkpoints.phases is None, "no declared phases: any name"
+    assert checkpoints.history_store is middleware.store, "archived where the middleware records"
+
+
+def test_hybrid_needs_the_window_to_prune_to() -> None:
+    with pytest.raises(ValueError, match="prunes to a token target: set ContextConfig\\(max_tokens"):
+        ContextConfig("hybrid").processors()
+    assert any(isinstance(c, ImportancePruner) for c in ContextConfig("hybrid").processors("openai:gpt-4o"))
 
 
 def test_the_summarize_stack_summarizes_in_the_middleware_with_the_run_model() -> None:
@@ -97,8 +147,9 @@ def test_the_window_comes_from_the_model_when_not_set() -> None:
 def test_user_event_callback_and_metrics_both_receive_events() -> None:
     seen: list[object] = []
     config = ContextConfig("sliding_window", max_tokens=WINDOW, event_callback=seen.append)
-    (window,) = config.processors()
-    assert window.event_callback is not None and window.event_callback is not config.event_callback
+    for step in config.processors():
+        callback = step.event_callback  # type: ignore[attr-defined]
+        assert callback is not None and callback is not config.event_callback
 
 
 def test_create_deep_agent_keeps_the_spine_with_a_strategy() -> None:
@@ -169,6 +220,10 @@ async def test_each_zero_llm_preset_keeps_a_100_turn_browser_session_under_the_w
     assert summary.max_request_tokens < WINDOW
     assert summary.reductions > 0 and summary.tokens_saved > 0
     assert summary.average_reduction_pct > 10
+    if strategy == "checkpoint":
+        assert summary.checkpoints == 4 and {c.phases for c in config.metrics.checkpoints} == {
+            (p,) for p in BrowserSession().phases
+        }
 
 
 async def test_the_summarize_preset_asks_the_run_model_and_without_one_summarizes_deterministically() -> None:
@@ -183,3 +238,20 @@ async def test_the_summarize_preset_asks_the_run_model_and_without_one_summarize
     assert result.max_request_tokens < WINDOW
     assert all(validate_history(h, for_request=False) == [] for h in result.run_histories)
     assert offline.metrics is not None and offline.metrics.summary().reductions > 0
+
+
+async def test_a_deep_agent_with_the_checkpoint_preset_archives_phases_in_the_session_file(tmp_path: Any) -> None:
+    from summarization_pydantic_ai import JsonHistoryStore
+
+    session = BrowserSession(turns=40)
+    config = ContextConfig("checkpoint", max_tokens=WINDOW)
+    agent = create_deep_agent(session.model(), tools=session.tools(), context=config)
+    deps = DeepAgentDeps(base_dir=tmp_path)
+    result = await session.run(agent=agent, deps=deps)
+
+    assert result.summary_requests == 0 and result.max_request_tokens < WINDOW
+    assert config.metrics is not None and config.metrics.summary().checkpoints == 4
+    assert deps.messages_path is not None
+    records = await JsonHistoryStore.open(deps.messages_path).read(limit=10_000)
+    assert records.total > len(result.messages), "the archived phases stay in the session file"
+    assert validate_history(result.messages, for_request=False) == []

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from collections.abc import Generator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -58,6 +59,16 @@ def _store(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _usd(text: str) -> Decimal:
+    try:
+        amount = Decimal(text.strip().removeprefix("$"))
+    except ArithmeticError:
+        raise argparse.ArgumentTypeError(f"not an amount in US dollars: {text!r}") from None
+    if not amount.is_finite() or amount <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive amount in US dollars, got {text!r}")
+    return amount
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Chat with a deep agent whose context cannot blow up; inspect sessions.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -67,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resume", metavar="ID", help="continue a session")
     chat.add_argument("--fork", action="store_true", help="with --resume: continue in a copy of the session")
     chat.add_argument("--workdir", type=Path, default=Path("."), metavar="DIR", help="the agent's files (default: .)")
+    chat.add_argument(
+        "--max-cost",
+        type=_usd,
+        metavar="USD",
+        help="stop before a request would take the session's cost (earlier chats included) past USD",
+    )
     _session_dir(chat)
 
     sessions = commands.add_parser("sessions", help="list the sessions")
@@ -124,7 +141,7 @@ async def _dispatch(args: argparse.Namespace, console: Console) -> int:
     if command == "chat":
         from ._chat import ChatOptions, chat
 
-        options = ChatOptions(args.model, args.resume, args.fork, args.session_dir, args.workdir)
+        options = ChatOptions(args.model, args.resume, args.fork, args.session_dir, args.workdir, args.max_cost)
         return await chat(options, console)
     if command == "sessions":
         return _commands.list_sessions(args.session_dir, console)

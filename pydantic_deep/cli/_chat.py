@@ -6,6 +6,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from rich.console import Console
@@ -30,6 +31,8 @@ class ChatOptions:
     fork: bool
     session_dir: Path
     workdir: Path
+    max_cost: Decimal | None = None
+    """`--max-cost`: the session's budget in US dollars."""
 
 
 def _check_workdir(workdir: Path) -> Path:
@@ -45,13 +48,13 @@ async def _open(options: ChatOptions, resolved: ResolvedModel, ui: Ui) -> ChatSt
     if options.resume is None:
         if options.fork:
             raise CliError("--fork needs --resume ID (the session to fork)", EXIT_USAGE)
-        return ChatState(manager, resolved, workdir, ui)
+        return ChatState(manager, resolved, workdir, ui, max_cost=options.max_cost)
     info = existing_session(manager, options.resume)
     if options.fork:
         source = info.id
         info = await manager.fork(source)
         ui.line(f"Forked {source} → {info.id} ({info.message_count} messages).")
-    return await ChatState.resume(manager, resolved, workdir, ui, info.id)
+    return await ChatState.resume(manager, resolved, workdir, ui, info.id, max_cost=options.max_cost)
 
 
 def _banner(state: ChatState) -> None:

@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from summarization_pydantic_ai import get_message_id, is_summary_message, render_message, summary_info
+from summarization_pydantic_ai import format_cost, get_message_id, is_summary_message, render_message, summary_info
 
 from ..checkpoints import Checkpoint
 from ..sessions import SessionInfo
@@ -44,7 +44,7 @@ def sessions_table(sessions: Sequence[SessionInfo], current: str | None = None) 
     table = Table(title="Sessions", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("id", no_wrap=True, min_width=12)
     table.add_column("last active", no_wrap=True, min_width=11)
-    for column, width in (("msgs", 5), ("compactions", 11), ("size", 8)):
+    for column, width in (("msgs", 5), ("compactions", 11), ("size", 8), ("cost", 7)):
         table.add_column(column, justify="right", no_wrap=True, min_width=width)
     table.add_column("first prompt", no_wrap=True, overflow="ellipsis", max_width=_PROMPT_WIDTH)
     for info in sorted(sessions, key=lambda s: s.last_active, reverse=True):
@@ -55,6 +55,7 @@ def sessions_table(sessions: Sequence[SessionInfo], current: str | None = None) 
             f"{info.message_count:,}",
             str(info.compactions),
             format_bytes(info.size_bytes),
+            format_cost(info.cost) if info.cost.total.requests else "-",
             "(unreadable: " + info.error + ")" if info.error else _clip(info.first_prompt),
         )
     return table

@@ -10,8 +10,10 @@ from rich.text import Text
 from summarization_pydantic_ai import (
     DEFAULT_MAX_TOKENS,
     ContextUsage,
+    CostTotals,
     InvalidSessionIdError,
     count_tokens_approximately,
+    format_cost,
     is_summary_message,
     resolve_max_tokens,
     summary_part,
@@ -108,10 +110,55 @@ def context_report(state: ChatState) -> list[Text | str]:
         f"Threshold   {usage.threshold:.0%} (compaction at ~{usage.threshold_tokens:,} tokens)",
         f"Messages    {len(state.history)} in the working context",
         f"Compactions {compactions} in this session",
+        f"Cost        {_cost_line(state.session_cost())}",
         f"History     {path} ({format_bytes(size)})",
         f"Session     {state.id}",
         *_metrics_lines(state),
     ]
+
+
+def _cost_line(totals: CostTotals) -> str:
+    total = totals.total
+    if not total.requests:
+        return "nothing spent yet"
+    return f"{format_cost(total)} this session ({total.requests:,} requests, {total.total_tokens:,} tokens)"
+
+
+def cost_report(state: ChatState) -> list[str]:
+    """The lines of `/cost`: the session's spend by kind (from its history file), the last turn, the budget."""
+    totals = state.session_cost()
+    lines = [f"Session     {_cost_line(totals)}"]
+    for label, spend in (
+        ("Agent", totals.agent),
+        ("Summarizer", totals.summarizer),
+        ("Retries", totals.overflow_retry),
+    ):
+        if spend.requests:
+            cached = f", {spend.cache_read_tokens:,} read from cache" if spend.cache_read_tokens else ""
+            lines.append(
+                f"{label:<11} {format_cost(spend)}: {spend.requests:,} requests, {spend.input_tokens:,} in{cached}, "
+                f"{spend.output_tokens:,} out"
+            )
+    if totals.savings:
+        saved = totals.saved_usd
+        lines.append(
+            f"Saved       ~{totals.tokens_saved:,} tokens not re-sent after {len(totals.savings)} compaction(s)"
+            + (f" (~{format_cost(saved)})" if saved is not None else "")
+        )
+    run = state.cost.run_totals
+    if run is not None:
+        lines.append(f"Last turn   {format_cost(run)} ({run.total.requests:,} requests)")
+    if totals.unpriced_models:
+        lines.append(f"Unpriced    {', '.join(totals.unpriced_models)} (unknown to genai-prices: tokens only)")
+    if state.max_cost is not None:
+        spent = totals.total.known_cost_usd
+        lines.append(f"Budget      {format_cost(spent)} of {format_cost(state.max_cost)} (--max-cost)")
+    return lines
+
+
+async def _cost(state: ChatState, arg: str) -> None:
+    for line in cost_report(state):
+        state.ui.line(line)
 
 
 def _metrics_lines(state: ChatState) -> list[Text | str]:
@@ -214,6 +261,7 @@ async def _rewind(state: ChatState, arg: str) -> None:
 COMMANDS: dict[str, tuple[Handler, str]] = {
     "/compact [focus]": (_compact, "summarize the older messages now (optionally focused on a topic)"),
     "/context": (_context, "context usage: tokens, threshold, messages, compactions, history file"),
+    "/cost": (_cost, "what the session cost: by kind, saved by compaction, the last turn, the budget"),
     "/memory": (_memory, "show the agent's MEMORY.md"),
     "/search QUERY": (_search, "search the full history of this session (compacted messages too)"),
     "/sessions": (_sessions, "list the sessions"),

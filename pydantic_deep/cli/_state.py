@@ -7,6 +7,7 @@ message. Switching session (`/fork`, `/rewind`) rebuilds the agent over the othe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from summarization_pydantic_ai import (
     ContextEvent,
     ContextManagerMiddleware,
     ContextMetrics,
+    CostTotals,
+    CostTrackingMiddleware,
     JsonHistoryStore,
     get_message_id,
     validate_session_id,
@@ -67,10 +70,13 @@ class ChatState:
     history: list[ModelMessage] = field(default_factory=list[ModelMessage])
     measured: bool = False
     """Whether the middleware's latest measurement is of this history (not before a /compact, /fork, ...)."""
+    max_cost: Decimal | None = None
+    """`--max-cost`: the session's budget in US dollars (`session_max_cost_usd`)."""
     new: bool = field(init=False, default=False)
     """A session this chat created (removed again if it is left without a message)."""
     deps: DeepAgentDeps = field(init=False)
     middleware: ContextManagerMiddleware = field(init=False)
+    cost: CostTrackingMiddleware = field(init=False)
     metrics: ContextMetrics = field(init=False)
     """Requests, usage, reductions of this chat in this session (`/context` shows the summary)."""
     checkpoints: CheckpointMiddleware = field(init=False)
@@ -84,10 +90,17 @@ class ChatState:
 
     @classmethod
     async def resume(
-        cls, manager: SessionManager, resolved: ResolvedModel, workdir: Path, ui: Ui, session_id: str
+        cls,
+        manager: SessionManager,
+        resolved: ResolvedModel,
+        workdir: Path,
+        ui: Ui,
+        session_id: str,
+        *,
+        max_cost: Decimal | None = None,
     ) -> ChatState:
         """The chat of an existing session: its working context loaded from its history file."""
-        state = cls(manager, resolved, workdir, ui, session_id=session_id)
+        state = cls(manager, resolved, workdir, ui, session_id=session_id, max_cost=max_cost)
         state.history = await manager.resume(session_id)
         return state
 
@@ -120,6 +133,10 @@ class ChatState:
         self.session_id, self.history, self.new, self.measured = session_id, history, False, False
         self._build()
 
+    def session_cost(self) -> CostTotals:
+        """What the session's history file records as spent (every record: compacted requests too)."""
+        return self.info().cost
+
     def last_message_id(self) -> str | None:
         return get_message_id(self.history[-1]) if self.history else None
 
@@ -140,6 +157,7 @@ class ChatState:
             event_callback=self._context_event,
         )
         self.ui.threshold = self.middleware.compress_threshold
+        self.cost = CostTrackingMiddleware(session_max_cost_usd=self.max_cost, context_manager=self.middleware)
         session_dir = self.deps.session_dir
         assert session_dir is not None
         self.checkpoints = CheckpointMiddleware(store=FileCheckpointStore(session_dir), every="turn")
@@ -147,6 +165,7 @@ class ChatState:
         self.agent = create_deep_agent(
             self.resolved.model,
             context_manager=self.middleware,
+            cost_tracking=self.cost,
             eviction=EvictionProcessor(token_limit=limit, event_callback=self.ui.context_event),
             memory=True,
             history_search=True,

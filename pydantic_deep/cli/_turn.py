@@ -13,7 +13,8 @@ from pydantic_ai.exceptions import ModelAPIError, UsageLimitExceeded, UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.run import AgentRun
 
-from summarization_pydantic_ai import HistoryStoreError, ensure_message_id
+from summarization_pydantic_ai import BudgetExceededError, HistoryStoreError, ensure_message_id
+from summarization_pydantic_ai.cost import amount_text
 
 from ._state import ChatState
 
@@ -81,6 +82,9 @@ async def _stream_run(state: ChatState, prompt: str, runs: list[AgentRun[Any, An
 def _describe_error(state: ChatState, exc: BaseException) -> str:
     if isinstance(exc, ModelAPIError):
         return f"the model {state.resolved.name} failed: {exc}".splitlines()[0]
+    if isinstance(exc, BudgetExceededError):
+        limit, spent = amount_text(exc.limit), amount_text(exc.spent)
+        return f"--max-cost {limit} reached ({spent} spent): the request was not sent; raise --max-cost to go on"
     if isinstance(exc, HistoryStoreError | UsageLimitExceeded | UserError):
         return str(exc).splitlines()[0]
     return f"{type(exc).__name__}: {exc}".splitlines()[0]

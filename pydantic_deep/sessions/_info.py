@@ -13,6 +13,7 @@ from typing import Any, cast
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 
 from summarization_pydantic_ai import read_records
+from summarization_pydantic_ai.cost import CostLedger, CostTotals
 
 __all__ = ["METADATA_FILE", "SessionInfo", "describe", "read_metadata"]
 
@@ -48,6 +49,8 @@ class SessionInfo:
     """`<session id>@<message id>` when the session is a fork."""
     error: str | None = None
     """Why the history cannot be read, for a corrupt session (the listing shows it instead of failing)."""
+    cost: CostTotals = field(default_factory=CostTotals)
+    """What the recorded history cost (`session_costs` of its records; a fork includes what it copied)."""
 
 
 @dataclass
@@ -63,6 +66,7 @@ class _Scan:
     summaries: int = 0
     first_prompt: str | None = None
     first_timestamp: datetime | None = None
+    cost: CostLedger = field(default_factory=CostLedger)
 
 
 _scans: dict[Path, _Scan] = {}
@@ -110,6 +114,7 @@ def _scan(path: Path, stat: os.stat_result) -> _Scan:
         if key_of_record in scan.seen:
             continue  # a newer version of a message already counted
         scan.seen.add(key_of_record)
+        scan.cost.add_messages([record.message])
         if record.is_summary:
             scan.summaries += 1
             continue
@@ -150,6 +155,7 @@ def describe(session_id: str, session_dir: Path) -> SessionInfo:
         compactions=scan.summaries,
         forked_from=metadata.get("forked_from") if isinstance(metadata.get("forked_from"), str) else None,
         error=error,
+        cost=scan.cost.totals(),
     )
 
 

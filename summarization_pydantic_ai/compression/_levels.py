@@ -3,7 +3,9 @@ how hard each compressor cuts."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal, TypeAlias
 
 __all__ = ["DEFAULT_CONSOLE_TOOLS", "DEFAULT_SNAPSHOT_TOOLS", "LEVELS", "CompressionLevel", "LevelSettings"]
@@ -31,37 +33,40 @@ class LevelSettings:
     max_chars: int
 
 
-LEVELS: dict[CompressionLevel, LevelSettings | None] = {
-    "none": None,
-    "low": LevelSettings(
-        routed_min_chars=8_000,
-        min_chars=32_000,
-        snapshot_depth=10,
-        log_head=20,
-        log_tail=100,
-        json_items=10,
-        max_chars=32_000,
-    ),
-    "medium": LevelSettings(
-        routed_min_chars=2_000,
-        min_chars=8_000,
-        snapshot_depth=6,
-        log_head=10,
-        log_tail=40,
-        json_items=5,
-        max_chars=8_000,
-    ),
-    "high": LevelSettings(
-        routed_min_chars=1_000,
-        min_chars=2_000,
-        snapshot_depth=4,
-        log_head=5,
-        log_tail=20,
-        json_items=3,
-        max_chars=2_000,
-    ),
-}
-"""`none` compresses nothing; `low` only very large outputs, gently; `high` everything above 2,000 characters."""
+LEVELS: Mapping[CompressionLevel, LevelSettings | None] = MappingProxyType(
+    {
+        "none": None,
+        "low": LevelSettings(
+            routed_min_chars=8_000,
+            min_chars=32_000,
+            snapshot_depth=10,
+            log_head=20,
+            log_tail=100,
+            json_items=10,
+            max_chars=32_000,
+        ),
+        "medium": LevelSettings(
+            routed_min_chars=2_000,
+            min_chars=8_000,
+            snapshot_depth=6,
+            log_head=10,
+            log_tail=40,
+            json_items=5,
+            max_chars=8_000,
+        ),
+        "high": LevelSettings(
+            routed_min_chars=1_000,
+            min_chars=2_000,
+            snapshot_depth=4,
+            log_head=5,
+            log_tail=20,
+            json_items=3,
+            max_chars=2_000,
+        ),
+    }
+)
+"""`none` compresses nothing; `low` only very large outputs, gently; `high` everything above 2,000 characters.
+Read-only: to tune a level, pass `snapshot_depth` to `MessageCompressor` or call the compressors directly."""
 
 DEFAULT_SNAPSHOT_TOOLS: tuple[str, ...] = ("*snapshot*", "*accessibility*", "*page_content*", "*get_html*")
 """Tool-name patterns (`fnmatch`, case-insensitive) whose returns are page snapshots: Playwright MCP's

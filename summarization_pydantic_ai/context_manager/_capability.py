@@ -188,6 +188,10 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         """The store of one session's file (the very instance this middleware writes)."""
         return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
 
+    def store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
+        """The history store a run writes (its own file when `messages_path` is a function of the run)."""
+        return self._store_for_run(ctx)
+
     def request_compact(self, focus: str | None = None) -> None:
         """Compress at the next model request of a run using this instance (e.g. for `/compact`)."""
         with self._shared.lock:

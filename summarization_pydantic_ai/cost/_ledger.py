@@ -62,12 +62,14 @@ class CostLedger:
                 priced.extend(self.add_summary(message))
         return priced
 
-    def add_response(self, response: ModelResponse, kind: RequestKind | None = None) -> Priced | None:
-        """Count one model response (`None` if it was counted already)."""
+    def add_response(
+        self, response: ModelResponse, kind: RequestKind | None = None, *, price_as: str | None = None
+    ) -> Priced | None:
+        """Count one model response (`None` if it was counted already); `price_as` prices it as another model."""
         if not self._first_time(get_message_id(response)):
             return None
         kind = kind or _response_kind(response)
-        model, provider = response.model_name, response.provider_name
+        model, provider = (price_as, None) if price_as else (response.model_name, response.provider_name)
         for saving in self._savings:
             saving.later[(model, provider)] += 1
         return self._add(kind, response.usage, model, provider)
@@ -87,6 +89,19 @@ class CostLedger:
             if isinstance(info, dict) and self._first_time(f"compaction:{summary_id}" if summary_id else None):
                 self._note_compaction(summary_id, cast("dict[str, Any]", info))
         return priced
+
+    def skip(self, messages: Iterable[ModelMessage]) -> None:
+        """Mark what `messages` hold as counted elsewhere (a run's incoming history belongs to the session, not
+        the run): their ids, and their summaries' calls and compactions."""
+        for message in messages:
+            self._first_time(get_message_id(message))
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, CompactionPart) and part.metadata:
+                        for call in _calls(part.metadata.get(SUMMARIZER_USAGE_KEY)):
+                            self._first_time(_text(call.get("id")))
+                        summary_id = get_message_id(message)
+                        self._first_time(f"compaction:{summary_id}" if summary_id else None)
 
     def totals(self) -> CostTotals:
         return CostTotals(

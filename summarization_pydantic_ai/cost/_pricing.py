@@ -9,7 +9,7 @@ from decimal import Decimal
 from genai_prices import calc_price
 from pydantic_ai.usage import RequestUsage
 
-from .._windows import PROVIDER_ALIASES
+from .._windows import PROVIDER_ALIASES, is_offline_model
 
 __all__ = ["model_label", "price_usage"]
 
@@ -26,7 +26,7 @@ def model_label(model: str | None, provider: str | None) -> str:
     return f"{provider}:{model}" if provider and not model.startswith(f"{provider}:") else model
 
 
-def price_usage(usage: RequestUsage, model: str | None, provider: str | None) -> Decimal | None:
+def price_usage(usage: RequestUsage, model: str | None, provider: str | None, *, warn: bool = True) -> Decimal | None:
     """The price of one call in USD, as genai-prices computes it; `None` (never 0) for a model it does not know,
     with one warning per model name."""
     if model:
@@ -36,11 +36,14 @@ def price_usage(usage: RequestUsage, model: str | None, provider: str | None) ->
                 return calc_price(usage, model, provider_id=candidate).total_price
             except LookupError:
                 continue
-    _warn_unknown(model_label(model, provider))
+    if warn:
+        _warn_unknown(model_label(model, provider))
     return None
 
 
 def _warn_unknown(label: str) -> None:
+    if is_offline_model(label):
+        return  # pydantic-ai's scripted TestModel / FunctionModel: no price to look for
     with _warned_lock:
         first = label not in _warned
         _warned.add(label)

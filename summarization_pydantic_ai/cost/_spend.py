@@ -135,5 +135,7 @@ def format_cost(cost: Decimal | Spend | CostTotals | None) -> str:
 def _usd(amount: Decimal) -> str:
     if amount == 0:
         return "$0.00"
-    places = Decimal("0.0001") if abs(amount) < 1 else Decimal("0.01")
+    places = Decimal("0.01") if abs(amount) >= 1 else Decimal("0.0001") if abs(amount) >= Decimal("0.0001") else None
+    if places is None:
+        return f"${amount:.6f}"  # a fraction of a cent: its first significant digits
     return f"${amount.quantize(places, rounding=ROUND_HALF_UP):,}"

@@ -13,7 +13,7 @@ strategy never needed one, and it measures every request it receives.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +129,7 @@ class BrowserSession:
     def agent(self, capabilities: Sequence[AbstractCapability[Any]] = (), **kwargs: Any) -> Agent[None, str]:
         """The browser agent: the scripted model, the browser tools, and `capabilities`."""
         agent = Agent(
-            FunctionModel(self._respond, model_name="scripted-browser"),
+            self.model(),
             instructions="You are a browser agent. Use the browser tools to do what the user asks.",
             capabilities=list(capabilities),
             **kwargs,
@@ -142,16 +142,36 @@ class BrowserSession:
         agent.tool_plain(self.web_search)
         return agent
 
+    def tools(self) -> list[Callable[..., str]]:
+        """The browser tools, for an agent built elsewhere (e.g. `create_deep_agent(model, tools=...)`)."""
+        return [
+            self.browser_navigate,
+            self.browser_snapshot,
+            self.browser_click,
+            self.browser_type,
+            self.browser_console_messages,
+            self.web_search,
+        ]
+
+    def model(self) -> FunctionModel:
+        """The scripted model, for an agent built elsewhere (with `tools()`)."""
+        return FunctionModel(self._respond, model_name="scripted-browser")
+
     async def run(
-        self, capabilities: Sequence[AbstractCapability[Any]] = (), *, agent: Agent[Any, Any] | None = None
+        self,
+        capabilities: Sequence[AbstractCapability[Any]] = (),
+        *,
+        agent: Agent[Any, Any] | None = None,
+        deps: Any = None,
     ) -> BrowserSessionResult:
-        """Play every phase as one run, carrying the history; `agent` (made by `self.agent(...)`) overrides."""
+        """Play every phase as one run, carrying the history. `agent`: one built elsewhere with `model()` and
+        `tools()` (then `capabilities` is ignored), run with `deps`."""
         agent = agent or self.agent(capabilities)
         history: list[ModelMessage] = []
         runs: list[list[ModelMessage]] = []
         for phase in self.phases:
             prompt = _PROMPTS.get(phase, f"Complete the {phase} phase.")
-            result = await agent.run(f"Phase {phase}: {prompt}", message_history=history)
+            result = await agent.run(f"Phase {phase}: {prompt}", message_history=history, deps=deps)
             history = result.all_messages()
             runs.append(history)
         return BrowserSessionResult(history, list(self.seen), runs)
@@ -173,7 +193,8 @@ class BrowserSession:
         if position == self._per_phase - 1 or turn >= self.turns - 1:
             return ModelResponse(parts=[TextPart(_phase_report(phase, turn))], usage=usage)
         if position == self._per_phase - 2 and "complete_phase" in tools:
-            args = {"phase": phase, "state": _phase_report(phase, turn), "objectives": [f"{phase} done"]}
+            state = {"phase": phase, "url": f"https://shop.example.com/{phase}", "report": _phase_report(phase, turn)}
+            args = {"name": phase, "state": state, "objectives": [f"{phase} done"]}
             return self._call("complete_phase", args, turn, usage)
         name, _ = _CYCLE[turn % len(_CYCLE)]
         return self._call(name, self._args(name, phase, turn), turn, usage)

@@ -38,6 +38,7 @@ _REDUCING = frozenset(
         "OverflowRecovered",
         "ToolOutputTruncated",
         "ToolResultsCleared",
+        "ToolResultsCompressed",
         "WindowTrimmed",
     }
 )

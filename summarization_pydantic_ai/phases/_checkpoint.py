@@ -22,11 +22,12 @@ from pydantic_ai.messages import (
     RetryPromptPart,  # pyright: ignore[reportDeprecated]
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 
 from .._messages import SUMMARY_METADATA_KEY, get_message_id, summary_info
 
-__all__ = ["CHECKPOINT_KIND", "CompletedPhase", "Rebuild", "plan_rebuild"]
+__all__ = ["CHECKPOINT_KIND", "CompletedPhase", "Rebuild", "plan_rebuild", "previous_checkpoint"]
 
 CHECKPOINT_KIND = "phase_checkpoint"
 """`summary_info(message)["kind"]` of a checkpoint message."""
@@ -87,33 +88,50 @@ class Rebuild:
     """Every completed phase, the ones this checkpoint completed last."""
 
 
-def previous_phases(messages: Sequence[ModelMessage]) -> tuple[list[CompletedPhase], int | None]:
-    """The phases recorded by a checkpoint at the start of `messages`, and how many of its parts are the original
-    instructions (`None` when the history does not start with a checkpoint)."""
+@dataclass
+class _Previous:
+    """What a checkpoint at the start of a history recorded."""
+
+    phases: list[CompletedPhase] = field(default_factory=list[CompletedPhase])
+    instruction_parts: int | None = None
+    """How many of its parts are the original instructions (`None`: the history does not start with one)."""
+    prelude: str = ""
+    """The text of the summaries that stood before the first checkpoint (carried by every later one)."""
+
+
+def previous_checkpoint(messages: Sequence[ModelMessage]) -> _Previous:
+    """What the checkpoint at the start of `messages` recorded (empty when there is none)."""
     info = summary_info(messages[0]) if messages else None
     if not info or info.get("kind") != CHECKPOINT_KIND:
-        return [], None
+        return _Previous()
     raw = info.get("phases")
     phases = [p for p in map(CompletedPhase.from_json, raw if isinstance(raw, list) else []) if p is not None]  # pyright: ignore[reportUnknownArgumentType]
-    count = info.get("instruction_parts")
-    return phases, count if isinstance(count, int) and count >= 0 else 0
+    count, prelude = info.get("instruction_parts"), info.get("prelude")
+    return _Previous(
+        phases, count if isinstance(count, int) and count >= 0 else 0, prelude if isinstance(prelude, str) else ""
+    )
 
 
 def _is_result(part: object) -> bool:
     return isinstance(part, ToolReturnPart) or (isinstance(part, RetryPromptPart) and part.tool_name is not None)  # pyright: ignore[reportDeprecated]
 
 
-def _tail_start(messages: Sequence[ModelMessage], head_end: int, tool_name: str | None) -> int:
+def _last_response(messages: Sequence[ModelMessage]) -> int | None:
+    return next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], ModelResponse)), None)
+
+
+def _tail_start(messages: Sequence[ModelMessage], head_end: int, archive_tool_exchange: str | None) -> int:
     """Where the current phase starts: the requests after the last response (a new prompt), or the last exchange
-    when its results are pending, unless that exchange only called the phase tool (then it is archived too)."""
-    last = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], ModelResponse)), None)
+    when its results are pending, unless that exchange only called `archive_tool_exchange` (the phase tool: then
+    it is archived with the phase)."""
+    last = _last_response(messages)
     if last is None or last < head_end:
         return head_end  # no response since the head: what follows it is new input
     trailing = messages[last + 1 :]
     if not any(_is_result(p) for m in trailing for p in m.parts):
         return last + 1
     calls = [p.tool_name for p in messages[last].parts if isinstance(p, ToolCallPart)]
-    if calls and all(name == tool_name for name in calls):
+    if calls and all(name == archive_tool_exchange for name in calls):
         return len(messages)
     return last
 
@@ -126,10 +144,12 @@ def _instruction_parts(head: Sequence[ModelMessage], kept_parts: int | None) -> 
     return [p for m in head if isinstance(m, ModelRequest) for p in m.parts if not isinstance(p, CompactionPart)]
 
 
-def render_checkpoint(phases: Sequence[CompletedPhase], next_phase: str | None) -> str:
+def render_checkpoint(phases: Sequence[CompletedPhase], next_phase: str | None, prelude: str = "") -> str:
     """The checkpoint text the model reads."""
     done = ", ".join(p.name for p in phases)
     lines = [f"[Checkpoint] Completed phases: {done}. Their messages were archived; this is what they established."]
+    if prelude:
+        lines += ["", "## Before the phases", prelude]
     for number, phase in enumerate(phases, 1):
         lines += ["", f"## Phase {number}: {phase.name} (done)"]
         if phase.objectives:
@@ -149,39 +169,81 @@ def plan_rebuild(
     declared: Sequence[str] | None,
 ) -> Rebuild:
     """The history rebuilt as the original instructions + one checkpoint message + the current phase."""
-    earlier, kept_parts = previous_phases(messages)
+    previous = previous_checkpoint(messages)
+    kept = previous.instruction_parts
     # The head: a previous checkpoint (its instruction parts are kept), else the requests before the first response.
-    head_end = 1 if kept_parts is not None else _first_response(messages)
-    tail_start = max(_tail_start(messages, head_end, tool_name), head_end)
-    head, archived, tail = messages[:head_end], list(messages[head_end:tail_start]), messages[tail_start:]
+    head_end = 1 if kept is not None else _first_response(messages)
+    head = messages[:head_end]
+    instructions = _instruction_parts(head, kept) if head else []
+    carried = _after_checkpoint(head, kept)
+    # The phase tool's own exchange is archived only when a user prompt opens the rebuilt history without it.
+    with_prompt = any(isinstance(p, UserPromptPart) for p in instructions)
+    tail_start = max(_tail_start(messages, head_end, tool_name if with_prompt else None), head_end)
+    archived, tail = list(messages[head_end:tail_start]), messages[tail_start:]
+    last = _last_response(messages)
+    if carried and last is not None and last >= head_end:
+        # The previous checkpoint carried the prompt that opened the phase now done: archived with the phase.
+        archived.insert(0, ModelRequest(parts=carried))
+        carried = []
+    prelude = previous.prelude if kept is not None else _summaries_text(head)
+    rest = list(tail)
+    while rest and isinstance(request := rest[0], ModelRequest):
+        rest.pop(0)  # new input joins the checkpoint request (one user turn); a summary in it ends the old phase
+        summaries = [p for p in request.parts if isinstance(p, CompactionPart)]
+        carried += [p for p in request.parts if not isinstance(p, CompactionPart)]
+        if summaries:
+            archived.append(request if len(summaries) == len(request.parts) else ModelRequest(parts=summaries))
     archived_ids = tuple(i for i in map(get_message_id, archived) if i)
-    phases = [*earlier, *(_with_archive(p, archived_ids) for p in pending)]
+    phases = [*previous.phases, *(_with_archive(p, archived_ids) for p in pending)]
+    info = _checkpoint_info([*head, *archived], phases, len(instructions), prelude, archived_ids)
     done = {p.name for p in phases}
     next_phase = next((name for name in declared or () if name not in done), None)
-    leading: list[ModelRequest] = []
-    rest = list(tail)
-    while rest and isinstance(rest[0], ModelRequest):
-        leading.append(rest.pop(0))  # type: ignore[arg-type]
-    instructions = _instruction_parts(head, kept_parts) if head else []
-    replaced = [m for m in (*head, *archived) if get_message_id(m)]
-    info: dict[str, Any] = {
-        "kind": CHECKPOINT_KIND,
-        "covers": [get_message_id(m) for m in replaced if summary_info(m) is None],
-        "covered_messages": len(head) + len(archived),
-        "replaces_summaries": [get_message_id(m) for m in replaced if summary_info(m) is not None],
-        "phases": [p.as_json() for p in phases],
-        "instruction_parts": len(instructions),
-        "created_at": datetime.now(UTC).isoformat(),
-    }
-    if archived_ids:
-        info["first_id"], info["last_id"] = archived_ids[0], archived_ids[-1]
-    part = CompactionPart(content=render_checkpoint(phases, next_phase), metadata={SUMMARY_METADATA_KEY: info})
+    part = CompactionPart(content=render_checkpoint(phases, next_phase, prelude), metadata={SUMMARY_METADATA_KEY: info})
     last_request = next((m for m in reversed(messages) if isinstance(m, ModelRequest) and m.instructions), None)
     checkpoint = ModelRequest(
-        parts=[*instructions, part, *(p for m in leading for p in m.parts)],
+        parts=[*instructions, part, *carried],
         instructions=last_request.instructions if last_request is not None else None,
     )
     return Rebuild([checkpoint, *rest], checkpoint, archived, phases)
+
+
+def _after_checkpoint(head: Sequence[ModelMessage], kept: int | None) -> list[ModelRequestPart]:
+    """The parts a previous checkpoint request holds after its instructions and its checkpoint part."""
+    first = head[0] if head else None
+    if kept is None or not isinstance(first, ModelRequest):
+        return []
+    return list(first.parts[kept + 1 :])
+
+
+def _checkpoint_info(
+    replaced: Sequence[ModelMessage],
+    phases: Sequence[CompletedPhase],
+    instruction_parts: int,
+    prelude: str,
+    archived_ids: tuple[str, ...],
+) -> dict[str, Any]:
+    """The checkpoint's provenance: what it replaced (as a summary records it) and the phases so far."""
+    with_ids = [m for m in replaced if get_message_id(m)]
+    info: dict[str, Any] = {
+        "kind": CHECKPOINT_KIND,
+        "covers": [get_message_id(m) for m in with_ids if summary_info(m) is None],
+        "covered_messages": len(replaced),
+        "replaces_summaries": [get_message_id(m) for m in with_ids if summary_info(m) is not None],
+        "phases": [p.as_json() for p in phases],
+        "instruction_parts": instruction_parts,
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+    if prelude:
+        info["prelude"] = prelude
+    if archived_ids:
+        info["first_id"], info["last_id"] = archived_ids[0], archived_ids[-1]
+    return info
+
+
+def _summaries_text(head: Sequence[ModelMessage]) -> str:
+    """The summaries among the first requests (a compaction before the first phase): the checkpoint carries them."""
+    texts = [p.content for m in head for p in m.parts if isinstance(p, CompactionPart) and p.content]
+    return "\n\n".join(texts)
 
 
 def _first_response(messages: Sequence[ModelMessage]) -> int:

@@ -2,7 +2,10 @@
 
 `JsonHistoryStore` (messages.json) is the default; `open_store(url)` / `open_database(url)` select a store by URL
 (`file://`, `sqlite:///`, `postgresql://`), all with the same contract (`HistoryStore`, `SearchableHistoryStore`).
+`PostgresHistoryStore` and `PostgresHistoryDatabase` are imported on first use (the `postgres` extra).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._copy import CopyReport, copy_sessions
 from ._database import (
@@ -32,6 +35,25 @@ from ._sqlite import SQLiteHistoryDatabase, SQLiteHistoryStore
 from ._url import DEFAULT_SESSION_ID, StoreURLError, file_path, open_database, open_store, redact_url, store_kind
 from ._working import working_context
 
+if TYPE_CHECKING:
+    from ._postgres import PostgresHistoryDatabase, PostgresHistoryStore
+
+_POSTGRES_NAMES = ("PostgresHistoryDatabase", "PostgresHistoryStore")
+
+
+def __getattr__(name: str) -> Any:
+    """The PostgreSQL stores, imported on first use (they need the `postgres` extra: psycopg 3, psycopg-pool)."""
+    if name in _POSTGRES_NAMES:
+        try:
+            from . import _postgres
+        except ImportError as exc:
+            raise ImportError(
+                f"{name} needs PostgreSQL support: pip install 'summarization-pydantic-ai[postgres]' ({exc})"
+            ) from exc
+        return getattr(_postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_SESSION_ID",
     "CopyReport",
@@ -46,6 +68,8 @@ __all__ = [
     "InvalidSessionIdError",
     "JsonHistoryDatabase",
     "JsonHistoryStore",
+    "PostgresHistoryDatabase",
+    "PostgresHistoryStore",
     "RecordBatch",
     "SQLiteHistoryDatabase",
     "SQLiteHistoryStore",

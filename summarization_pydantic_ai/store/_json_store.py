@@ -58,6 +58,7 @@ class JsonHistoryStore:
         self._slots: list[Record] = []  # one per message: its latest version, at the place of its first one
         self._positions: dict[str, int] = {}
         self._end = len(HEADER)
+        self._bytes_after_end = True  # bytes may follow the footer (open, failed append): next append cuts them
         self._records_in_file = 0
         self._closed = False
         self._read_only = False
@@ -168,6 +169,7 @@ class JsonHistoryStore:
             self._index(record)
         self._records_in_file = len(result.records)
         self._end = (result.records[-1].offset + result.records[-1].length) if result.records else len(HEADER)
+        self._bytes_after_end = True
         return report
 
     def _index(self, record: Record) -> None:
@@ -292,10 +294,13 @@ class JsonHistoryStore:
         try:
             handle.seek(self._end)
             self._write(handle, chunk + FOOTER)
-            handle.truncate()
+            if self._bytes_after_end:
+                handle.truncate()
+                self._bytes_after_end = False
             if self.fsync:
                 os.fsync(handle.fileno())
         except OSError as exc:
+            self._bytes_after_end = True
             # Put the footer back after the last acknowledged record (the file stays a valid array); if even
             # that fails, the next open finds a torn tail and loses only the records of this append.
             with contextlib.suppress(OSError):

@@ -10,30 +10,41 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from .._events import ContextEvent, EventCallback, emit_event
 from .._windows import resolve_max_tokens
-from ..compression import CompressionLevel
+from ..compression import LEVELS, CompressionLevel
 from ..context_manager import ContextManagerMiddleware
 from ..metrics import ContextMetrics
-from ..processors import HistoryProcessor, SlidingWindowProcessor
+from ..phases import PhaseCheckpoints
 from ..summarize import RUN_MODEL
+from ._stacks import ERRORS_KEPT, StoreSource, build_steps
 
 __all__ = ["STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
 
-Strategy: TypeAlias = Literal["sliding_window", "summarize"]
+Strategy: TypeAlias = Literal["sliding_window", "checkpoint", "hybrid", "summarize"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-_LEVELS: tuple[str, ...] = get_args(CompressionLevel)
+_LEVELS: tuple[str, ...] = tuple(LEVELS)
 _SAFETY_THRESHOLD = 0.95
 """Where the middleware's deterministic compaction catches what a zero-LLM strategy let through (a last resort)."""
-_ERRORS_KEPT = 3
 
 
 @dataclass
 class ContextConfig:
     """A context strategy and its settings, validated at construction; builds the matching capability stack.
 
-    - `sliding_window`: compress tool outputs, then drop the oldest messages (pair-safe, with a marker) when a
-      request reaches `trigger` of the window, down to `target`. No model call.
-    - `summarize`: compress tool outputs; at `trigger` of the window, `ContextManagerMiddleware` summarizes the
-      old part with `summarization_model` (the run's own model by default): the one strategy that calls an LLM.
+    Every strategy first compresses old tool outputs (`MessageCompressor` at `compression_level`: page snapshots
+    to `snapshot_depth` keeping every interactive element, console logs with repeats collapsed and errors kept,
+    JSON to its shape), then:
+
+    - `sliding_window`: drops the oldest messages (pair-safe, with a marker) when a request reaches `trigger` of
+      the window, down to `target`. No model call.
+    - `checkpoint`: when a phase is marked done (`checkpoints.mark_done(...)`, or the model's `complete_phase`
+      tool), rebuilds the context as the instructions plus one checkpoint message, the phase archived in the
+      history store; the sliding window catches what a long phase adds. No model call.
+    - `hybrid`: phase checkpoints (with `checkpoint_phases`), then `ImportancePruner` from `trigger` down to
+      `target` (errors, state changes, user instructions, recent and referenced messages score high; nothing
+      scoring `importance_threshold` or more is dropped), then the sliding window at 90% as a backstop. No model
+      call.
+    - `summarize`: at `trigger` of the window, `ContextManagerMiddleware` summarizes the old part with
+      `summarization_model` (the run's own model by default): the one strategy that calls an LLM.
 
     `capabilities()` is the whole stack for a plain `Agent` (metrics first, then `processors()`, then
     `middleware()`); `create_deep_agent(context=config)` puts `processors()` in the user-processor slot of the
@@ -63,24 +74,28 @@ class ContextConfig:
     """The most messages the working context may hold (the sliding window also slides on count, keeping half);
     `None`: tokens only."""
     preserve_errors: bool = True
-    """Keep the recent failed tool exchanges verbatim through every reduction."""
+    """Keep failed tool exchanges: the 3 most recent through every slide and summary, all of them through
+    importance pruning."""
     compression_level: CompressionLevel = "medium"
-    """How hard tool outputs are compressed before anything is dropped: `none`, `low`, `medium`, `high` (validated
-    now; applied once the content compressors are part of the stack)."""
+    """How hard tool outputs are compressed before anything is dropped: `none`, `low`, `medium`, `high` (see
+    `compression.LEVELS`)."""
     snapshot_depth: int | None = None
-    """The depth page snapshots are compressed to (every interactive element is kept); default: the level's
-    (validated now; applied with the compressors)."""
+    """The depth page snapshots are compressed to (every interactive element is kept); default: the level's."""
     checkpoint_phases: Sequence[str] = ()
-    """The phase names of the task, in order (for the phase-checkpoint strategies; validated now)."""
+    """The phase names of the task, in order (`checkpoint`, and `hybrid` with phases): marking another name done
+    is refused. Empty: any name (`checkpoint`); no checkpoints (`hybrid`)."""
     importance_threshold: float | None = None
-    """Importance pruning never drops a unit scoring at least this (for the pruning strategy; validated now);
-    `None`: no threshold."""
+    """`hybrid`: importance pruning never drops a unit scoring at least this (see `ImportanceWeights`); `None`: no
+    threshold."""
     summarization_model: Any = RUN_MODEL
     """The summary model of the `summarize` strategy (see `ContextManagerMiddleware.summarization_model`)."""
     event_callback: EventCallback | None = None
     """Receives every event of the stack (the metrics receive them too)."""
     metrics: ContextMetrics | None = field(default_factory=ContextMetrics)
     """Records the stack's reductions; `None` leaves metrics out of `capabilities()`."""
+    checkpoints: PhaseCheckpoints | None = field(default=None, init=False, repr=False, compare=False)
+    """The `PhaseCheckpoints` of the stack built last (`checkpoint`, and `hybrid` with phases): call its
+    `mark_done(...)` when a phase is done, or let the model call its `complete_phase` tool."""
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -117,12 +132,14 @@ class ContextConfig:
                 return found
         return None
 
-    def processors(self, model: Any = None) -> list[HistoryProcessor]:
-        """The history processors of the strategy, in order (the user-processor slot of the spine)."""
-        window = self.window(model)
-        steps: list[HistoryProcessor] = []
-        if self.strategy == "sliding_window":
-            steps += self._sliding_window(window)
+    def processors(self, model: Any = None, *, history_store: StoreSource = None) -> list[AbstractCapability[Any]]:
+        """The strategy's steps, in order (the user-processor slot of the spine): compress tool outputs, then
+        checkpoint phases, prune by importance, slide the window, as the strategy has them. `history_store`: where
+        phase checkpoints archive (the middleware's store, or a function of the run context returning one)."""
+        steps = build_steps(self, self.window(model), self._callback(), history_store)
+        for step in steps:
+            if isinstance(step, PhaseCheckpoints):
+                self.checkpoints = step
         return steps
 
     def middleware(self, model: Any = None, **overrides: Any) -> ContextManagerMiddleware:
@@ -135,7 +152,7 @@ class ContextConfig:
             "compress_threshold": self.trigger if llm else _SAFETY_THRESHOLD,
             "keep": ("fraction", self.target / 2) if llm else ("messages", 0),
             "summarization_model": self.summarization_model if llm else None,
-            "keep_errors": _ERRORS_KEPT if self.preserve_errors else 0,
+            "keep_errors": ERRORS_KEPT if self.preserve_errors else 0,
             "event_callback": self._callback(),
         }
         settings.update(overrides)
@@ -143,27 +160,9 @@ class ContextConfig:
 
     def capabilities(self, model: Any = None, **middleware_overrides: Any) -> list[AbstractCapability[Any]]:
         """The whole stack for a plain `Agent`: the metrics (outermost), the processors, the middleware."""
+        middleware = self.middleware(model, **middleware_overrides)
         stack: list[AbstractCapability[Any]] = [self.metrics] if self.metrics is not None else []
-        return [*stack, *self.processors(model), self.middleware(model, **middleware_overrides)]
-
-    # -- the strategies --------------------------------------------------------------------------------------------
-
-    def _sliding_window(self, window: int | None) -> list[HistoryProcessor]:
-        common: dict[str, Any] = {
-            "max_tokens": window,
-            "model_name": self.model_name,
-            "keep_errors": _ERRORS_KEPT if self.preserve_errors else 0,
-            "event_callback": self._callback(),
-        }
-        steps: list[HistoryProcessor] = [
-            SlidingWindowProcessor(trigger=("fraction", self.trigger), keep=("fraction", self.target), **common)
-        ]
-        if self.window_size is not None:
-            by_count = SlidingWindowProcessor(
-                trigger=("messages", self.window_size), keep=("messages", self.window_size // 2), **common
-            )
-            steps.append(by_count)
-        return steps
+        return [*stack, *self.processors(model, history_store=middleware.store), middleware]
 
     def _callback(self) -> EventCallback | None:
         """The metrics' recorder and the user's callback, both."""

@@ -351,3 +351,30 @@ def test_docstring_examples_hold() -> None:
 
     for module in (_compress, _compress_log, _compress_snapshot):
         assert doctest.testmod(module).failed == 0
+
+
+def test_chrome_devtools_snapshot_keeps_every_control_by_uid() -> None:
+    lines = ['uid=1_0 RootWebArea "Shop"', '  uid=1_1 main ""']
+    for i in range(200):
+        lines += [
+            f'    uid=2_{i}a generic ""',
+            f'      uid=2_{i}b heading "Item {i}" level="2"',
+            f'      uid=2_{i}c StaticText "costs {i} EUR"',
+            f'      uid=2_{i}d button "Buy item {i}"',
+        ]
+    content = "\n".join(lines)
+    text = compress_snapshot(content, depth=2).text
+    assert text.startswith("[compressed snapshot (Chrome DevTools), depth 2: ")
+    assert all(f'    uid=2_{i}d button "Buy item {i}"' in text for i in range(200))
+    assert 'uid=2_7b heading "Item 7"' in text and "StaticText" not in text.split("\n", 1)[1]
+
+
+def test_a_deep_clickable_element_without_a_role_is_kept() -> None:
+    filler = "\n".join(f"      - generic [ref=f{i}]:\n        - text: filler {i}" for i in range(100))
+    content = (
+        "- main [ref=e1]:\n  - generic [ref=e2]:\n    - generic [ref=e3]:\n"
+        "      - generic [ref=e4] [cursor=pointer]: Sign in\n" + filler
+    )
+    text = compress_snapshot(content, depth=2).text
+    assert "    - generic [ref=e4]: Sign in" in text.splitlines()  # lifted, the marker dropped with the rest
+    assert "filler" not in text

@@ -29,13 +29,19 @@ class Reader:
     """Reads one file per prompt, then answers; every response carries `usage`."""
 
     usage: RequestUsage = field(default_factory=lambda: AGENT_USAGE)
+    reads: int = 1
+    """Files read per prompt (one request each) before the answer."""
     calls: int = 0
     seen: list[list[ModelMessage]] = field(default_factory=list[list[ModelMessage]])
+    _read: int = 0
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.calls += 1
         self.seen.append(list(messages))
-        if any(isinstance(p, UserPromptPart) for p in messages[-1].parts):
+        if any(isinstance(p, UserPromptPart) and not str(p.content).startswith("<system>") for p in messages[-1].parts):
+            self._read = 0  # a new prompt (pydantic-ai sends a later system prompt as a user part in <system>)
+        if self._read < self.reads:
+            self._read += 1
             call = ToolCallPart("read", {"path": f"/src/f{self.calls}.py"}, tool_call_id=f"call{self.calls}")
             return ModelResponse(parts=[call], usage=self.usage)
         return ModelResponse(parts=[TextPart(f"done after {len(messages)} messages")], usage=self.usage)

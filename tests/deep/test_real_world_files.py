@@ -304,6 +304,14 @@ ONE_MB = "ends in a: aaaa\n" + ("a" * 199 + "b\n") * 5_000
 ONE_LINE = "a" * 5_000 + "b"
 
 
+def _grep_time_limit() -> float:
+    """2 s, the promise; on a machine loaded far beyond its cores (parallel test workers, other builds) the wall
+    clock says little about the search, so the limit is scaled by how oversubscribed the machine is (at most 10 s:
+    an unbounded search takes minutes)."""
+    oversubscribed = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return 2.0 * min(5.0, max(1.0, oversubscribed / 2))
+
+
 @pytest.mark.parametrize(
     ("backend", "content", "expected"),
     [
@@ -327,7 +335,7 @@ def test_a_catastrophic_pattern_stops_within_two_seconds(
         check=True,
     )
     elapsed, output = done.stdout.split("\n", 1)
-    assert float(elapsed) < 2.0
+    assert float(elapsed) < _grep_time_limit()
     assert output.startswith(expected), output
     assert "simplify the pattern" in output
 

@@ -10,13 +10,11 @@ import pytest
 from postgres_server import load_cluster_module
 
 
-def test_each_test_gets_an_empty_database_with_pg_trgm(postgres_dsn: str) -> None:
+def test_each_test_gets_an_empty_utf8_database(postgres_dsn: str) -> None:
     with psycopg.connect(postgres_dsn) as conn:
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
-        extensions = [row[0] for row in conn.execute("SELECT extname FROM pg_extension")]
         encoding = conn.execute("SHOW server_encoding").fetchone()
     assert tables == (0,)
-    assert "pg_trgm" in extensions
     assert encoding == ("UTF8",)
 
 

@@ -8,7 +8,6 @@ the same place (another worker). A store that cannot run here skips with a messa
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +51,9 @@ def sqlite_store_target(tmp_path: Path) -> StoreTarget:
 
 
 @pytest.fixture
-def postgres_store_target() -> StoreTarget:
-    """Replaced by the PostgreSQL implementation's fixture (a throwaway server, one database per test)."""
-    url = os.environ.get("PYDANTIC_DEEP_TEST_POSTGRES_URL")
-    if not url:
-        pytest.skip("PostgreSQL store tests: no server (set PYDANTIC_DEEP_TEST_POSTGRES_URL)")
-    return StoreTarget("postgres", url, multi_writer=True)
+def postgres_store_target(postgres_dsn: str) -> StoreTarget:
+    """An empty database of its own on the throwaway PostgreSQL server (tests/postgres_server.py)."""
+    return StoreTarget("postgres", postgres_dsn, multi_writer=True)
 
 
 @pytest.fixture(params=STORE_NAMES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,17 @@ def test_unknown_schemes_and_missing_drivers_are_clear(tmp_path: Path) -> None:
         open_database("mysql://me:s3cret@host/db")
     with pytest.raises(StoreURLError, match="names no path"):
         open_database("sqlite:///")
-    with pytest.raises(StoreURLError) as info:
+    database = open_database("postgresql://me:s3cret@127.0.0.1:1/none")  # nothing connects before first use
+    assert "s3cret" not in database.url
+
+
+def test_a_missing_postgres_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in sys.modules if n == "psycopg" or n.startswith(("psycopg.", "psycopg_pool"))]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in [n for n in sys.modules if n.startswith("summarization_pydantic_ai.store._postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    with pytest.raises(StoreURLError, match=r"pip install 'summarization-pydantic-ai\[postgres\]'") as info:
         open_database("postgresql://me:s3cret@127.0.0.1:1/none")
     assert "s3cret" not in str(info.value)
 

@@ -1,9 +1,11 @@
-"""End to end: `create_deep_agent(store="sqlite:///...")` keeps history, memory and search in one SQLite file."""
+"""End to end: `create_deep_agent(store=URL)` keeps history, memory and search in one database (SQLite file or
+PostgreSQL)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -30,8 +32,15 @@ def _script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse([TextPart(f"done: {str(returns[0].content)[:400]}")])
 
 
-async def test_sessions_memory_and_search_live_in_one_sqlite_file(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'agents.db'}"
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_dsn"))
+    return f"sqlite:///{tmp_path / 'agents.db'}"
+
+
+async def test_sessions_memory_and_search_live_in_one_database(tmp_path: Path, database_url: str) -> None:
+    url = database_url
     agent = create_deep_agent(FunctionModel(_script), store=url, memory=True, history_search=True)
     deps = DeepAgentDeps(session_id="chat-1", base_dir=tmp_path / "base")
     first = await agent.run("please remember: I drink oolong tea", deps=deps)

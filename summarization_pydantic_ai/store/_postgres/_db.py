@@ -1,0 +1,174 @@
+"""`PostgresHistoryDatabase`: many sessions in one PostgreSQL database, through one async connection pool."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from .._database import SearchHit, SessionSummary
+from .._protocol import HistoryStoreError, validate_session_id
+from .._url import redact_url
+from ._schema import Tables, migrate
+from ._search import search_rows
+
+if TYPE_CHECKING:
+    from ._store import PostgresHistoryStore
+
+__all__ = ["PostgresHistoryDatabase", "open_postgres_database"]
+
+Connection = AsyncConnection[tuple[Any, ...]]
+
+
+class PostgresHistoryDatabase:
+    """The histories of many sessions in one PostgreSQL database (see `HistoryDatabase`).
+
+    Nothing is connected until first use; then a pool of `min_size` to `max_size` connections opens and the schema
+    is created or migrated (once per database, under an advisory lock: many workers may start at once). Use it from
+    one event loop; `close()` releases the pool.
+
+    Example:
+        ```python
+        database = PostgresHistoryDatabase('postgresql://app@db.internal/agents', max_size=20)
+        store = database.session('chat-42')  # a SearchableHistoryStore
+        ```
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 30.0,
+        **connect_options: Any,
+    ) -> None:
+        if min_size < 0 or max_size < max(min_size, 1):
+            raise HistoryStoreError(f"pool sizes must satisfy 0 <= min_size <= max_size, max_size >= 1: {min_size}")
+        self._dsn = dsn
+        self.tables = Tables(schema)
+        self._pool_options: dict[str, Any] = {"min_size": min_size, "max_size": max_size, "timeout": timeout}
+        self._connect_options = {"autocommit": True, **connect_options}
+        self._pool: AsyncConnectionPool[Connection] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._stores: dict[str, PostgresHistoryStore] = {}
+        self._closed = False
+
+    @property
+    def url(self) -> str:
+        return redact_url(self._dsn)
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Connection] | None:
+        """The connection pool (`None` before first use)."""
+        return self._pool
+
+    def session(self, session_id: str) -> PostgresHistoryStore:
+        from ._store import PostgresHistoryStore
+
+        validate_session_id(session_id)
+        store = self._stores.get(session_id)
+        if store is None:
+            store = self._stores[session_id] = PostgresHistoryStore(session_id=session_id, database=self)
+        return store
+
+    async def _open(self) -> AsyncConnectionPool[Connection]:
+        if self._pool is not None:
+            return self._pool
+        if self._closed:
+            raise HistoryStoreError(f"{self.url} was closed")
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+                    self._dsn,
+                    open=False,
+                    kwargs=self._connect_options,
+                    name="summarization-pydantic-ai",
+                    **self._pool_options,
+                )
+                try:
+                    await pool.open(wait=True, timeout=self._pool_options["timeout"])
+                    async with pool.connection() as conn:
+                        await migrate(conn, self.tables, self.url)
+                except BaseException:
+                    await pool.close()
+                    raise
+                self._pool = pool
+            return self._pool
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncGenerator[Connection]:
+        """A pooled connection (autocommit; use `conn.transaction()`), with errors as `HistoryStoreError`."""
+        try:
+            pool = await self._open()
+            async with pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise HistoryStoreError(
+                f"no connection to {self.url} within {self._pool_options['timeout']}s (pool of "
+                f"{self._pool_options['max_size']}: raise max_size, or check the server): {exc}"
+            ) from exc
+        except psycopg.Error as exc:
+            raise HistoryStoreError(f"{self.url}: {type(exc).__name__}: {str(exc).strip()[:500]}") from exc
+
+    async def sessions(self) -> list[SessionSummary]:
+        async with self.connection() as conn:
+            cursor = await conn.execute(
+                self.tables.sql(
+                    "SELECT name, messages, bytes, created_at, updated_at FROM {sessions} WHERE head > 0 "
+                    "ORDER BY updated_at DESC, name"
+                )
+            )
+            rows = await cursor.fetchall()
+        return [SessionSummary(str(r[0]), int(r[1]), int(r[2]), r[3], r[4]) for r in rows]
+
+    async def delete_session(self, session_id: str) -> bool:
+        validate_session_id(session_id)
+        async with self.connection() as conn:
+            cursor = await conn.execute(self.tables.sql("DELETE FROM {sessions} WHERE name = %s"), (session_id,))
+            return cursor.rowcount > 0
+
+    async def search(
+        self,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        roles: Sequence[str] = (),
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        async with self.connection() as conn:
+            return await search_rows(
+                conn,
+                self.tables,
+                query,
+                session_ids,
+                roles=roles,
+                tool_name=tool_name,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
+            )
+
+    async def close(self) -> None:
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+def open_postgres_database(url: str, **options: Any) -> PostgresHistoryDatabase:
+    """What `open_database('postgresql://...')` returns (`options`: see `PostgresHistoryDatabase`)."""
+    return PostgresHistoryDatabase(url, **options)

@@ -1,0 +1,425 @@
+"""`PostgresHistoryStore`: one session of a PostgreSQL history database, with the guarantees of `JsonHistoryStore`.
+
+- Every append is one transaction that first locks the session's row: two workers appending to one session take
+  turns, and a worker killed mid-append leaves nothing of its batch (the server rolls the transaction back).
+- Optimistic concurrency: the store remembers the last record of its session it saw; when another writer appended
+  since, an append with something new raises `HistoryStoreConflictError` and writes nothing (reload and retry).
+- The store keeps an index of its session (id -> place, latest digest, summary provenance), brought up to date from
+  the records written after the last one it saw; `in`, `len()` and `size_bytes()` answer from it without I/O (as of
+  the store's latest call), contents are read only when asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from ..._messages import get_message_id, summary_info
+from .._database import HistoryStoreConflictError, SearchHit
+from .._framing import Record, clean_summary
+from .._protocol import HistoryPage, HistoryStoreError
+from .._search_text import message_text
+from .._working import working_records
+from ._db import Connection, PostgresHistoryDatabase
+from ._search import search_rows, tsvector_literal
+
+__all__ = ["PostgresHistoryStore"]
+
+
+@dataclass
+class _Index:
+    """What the store knows of its session: one `Record` per message (offset = seq of its latest version)."""
+
+    session: int | None = None
+    head: int = 0
+    size: int = 0
+    slots: list[Record] = field(default_factory=list[Record])
+    positions: dict[str, int] = field(default_factory=dict[str, int])
+    digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
+
+
+@dataclass
+class _New:
+    message_id: str
+    data: bytes
+    digest: bytes
+    summary: str | None
+    message: ModelMessage
+
+
+def _clean(text: str) -> str:
+    return text.replace("\x00", "\ufffd")  # PostgreSQL text holds no NUL (the record's JSON keeps it, escaped)
+
+
+class PostgresHistoryStore:
+    """The history of one session in PostgreSQL (see `PostgresHistoryDatabase` for many sessions).
+
+    Example:
+        ```python
+        store = PostgresHistoryStore('postgresql://app@db.internal/agents', session_id='chat-42')
+        await store.append(messages)  # each message needs an id: see ensure_message_id
+        history = await store.load()  # the working context, to pass as message_history
+        ```
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        session_id: str = "default",
+        *,
+        database: PostgresHistoryDatabase | None = None,
+        **options: Any,
+    ) -> None:
+        if database is None:
+            if dsn is None:
+                raise HistoryStoreError("PostgresHistoryStore needs a dsn (or a PostgresHistoryDatabase)")
+            database = PostgresHistoryDatabase(dsn, **options)
+            self._owns_database = True
+        else:
+            self._owns_database = False
+        self._database = database
+        self._session_id = session_id
+        self._index = _Index()
+        self._expected: int | None = None
+        """The head this store last read or wrote; another writer moved it when the database's differs."""
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """`None`: the history is no file (see `database`)."""
+        return None
+
+    @property
+    def database(self) -> PostgresHistoryDatabase:
+        return self._database
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    def _where(self) -> str:
+        return f"session {self._session_id!r} of {self._database.url}"
+
+    def _guard(self) -> asyncio.Lock:
+        """One operation of this store at a time (its index is shared by its callers)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    # -- the index --------------------------------------------------------------------------------------------------
+
+    async def _refresh(self, conn: Connection, *, lock: bool = False) -> int:
+        """Bring the index up to date (with `lock`, locking the session's row first); returns the session's head."""
+        suffix = " FOR UPDATE" if lock else ""
+        cursor = await conn.execute(
+            self._database.tables.sql("SELECT id, head, bytes FROM {sessions} WHERE name = %s" + suffix),  # pyright: ignore[reportArgumentType]
+            (self._session_id,),
+        )
+        row = await cursor.fetchone()
+        session, head, size = (int(row[0]), int(row[1]), int(row[2])) if row else (None, 0, 0)
+        index = self._index
+        if session != index.session or head < index.head:
+            index = self._index = _Index(session)  # created, deleted or replaced: start over
+        if session is not None and head > index.head:
+            cursor = await conn.execute(
+                self._database.tables.sql(
+                    "SELECT seq, message_id, position, digest, summary FROM {records} "
+                    "WHERE session = %s AND seq > %s ORDER BY seq"
+                ),
+                (session, index.head),
+            )
+            for seq, message_id, position, digest, summary in await cursor.fetchall():
+                self._place_record(index, Record(int(seq), 0, str(message_id), _summary(summary), 0), int(position))
+                index.digests[str(message_id)] = bytes(digest)
+            index.head = head
+        index.size = size
+        return head
+
+    @staticmethod
+    def _place_record(index: _Index, record: Record, position: int) -> None:
+        if position < len(index.slots):
+            index.slots[position] = record  # a newer version, in the place of the first one
+        else:
+            index.positions[record.message_id] = len(index.slots)
+            index.slots.append(record)
+
+    async def _read(self, conn: Connection, records: Sequence[Record]) -> list[ModelMessage]:
+        if not records:
+            return []
+        seqs = [r.offset for r in records]
+        cursor = await conn.execute(
+            self._database.tables.sql("SELECT seq, data FROM {records} WHERE session = %s AND seq = ANY(%s)"),
+            (self._index.session, seqs),
+        )
+        data = {int(seq): bytes(raw) for seq, raw in await cursor.fetchall()}
+        try:
+            return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(data[s] for s in seqs) + b"]")
+        except (KeyError, ValueError) as exc:
+            raise HistoryStoreError(f"{self._where()}: a record cannot be read as a message: {exc}") from exc
+
+    async def _snapshot(self, select: str) -> list[ModelMessage]:
+        async with self._guard(), self._database.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._expected = await self._refresh(conn)
+            index = self._index
+            records = index.slots if select == "all" else working_records(index.slots, index.positions)
+            return await self._read(conn, records)
+
+    # -- appending --------------------------------------------------------------------------------------------------
+
+    async def append(self, messages: Sequence[ModelMessage]) -> int:
+        """Record new messages, and a new version of each recorded message whose content changed, in one
+        transaction; returns how many records were written."""
+        encoded = [self._encode(m) for m in messages]
+        async with self._guard():
+            try:
+                async with self._database.connection() as conn, conn.transaction():
+                    return await self._append(conn, encoded)
+            except BaseException:
+                self._index = _Index()  # what the rolled-back transaction indexed may be gone: re-read on next use
+                raise
+
+    def _encode(self, message: ModelMessage) -> _New:
+        message_id = get_message_id(message)
+        if message_id is None:
+            raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
+        try:
+            data = ModelMessagesTypeAdapter.dump_json([message])[1:-1]
+        except (ValueError, TypeError) as exc:
+            raise HistoryStoreError(f"message {message_id!r} cannot be recorded: {str(exc)[:300]}") from exc
+        info = summary_info(message)
+        summary = json.dumps(clean_summary(info)) if info else None
+        return _New(message_id, data, hashlib.blake2b(data, digest_size=16).digest(), summary, message)
+
+    async def _append(self, conn: Connection, encoded: list[_New]) -> int:
+        head = await self._refresh(conn, lock=True)
+        latest = dict(self._index.digests)
+        new: list[_New] = []
+        for item in encoded:
+            if latest.get(item.message_id) != item.digest:
+                latest[item.message_id] = item.digest
+                new.append(item)
+        if not new:
+            return 0
+        if self._expected is not None and head != self._expected:
+            raise HistoryStoreConflictError(
+                f"another writer appended to {self._where()} since this store read it; nothing was written: "
+                "reload (await store.load()) and run the turn again"
+            )
+        if self._index.session is None:
+            await self._create_session(conn)
+            head = await self._refresh(conn, lock=True)
+            if head:  # another worker created it and wrote first: this store has not read it
+                return await self._append(conn, encoded)
+        await self._write(conn, new)
+        return len(new)
+
+    async def _create_session(self, conn: Connection) -> None:
+        await conn.execute(
+            self._database.tables.sql("INSERT INTO {sessions} (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"),
+            (self._session_id,),
+        )
+
+    async def _write(self, conn: Connection, new: list[_New]) -> None:
+        index, tables = self._index, self._database.tables
+        seq, places = index.head, len(index.slots)
+        records: list[tuple[Any, ...]] = []
+        rows: list[tuple[Any, ...]] = []
+        written: list[tuple[Record, int, bytes]] = []
+        pending: dict[str, int] = {}
+        for item in new:
+            seq += 1
+            position = index.positions.get(item.message_id, pending.get(item.message_id))
+            if position is None:
+                position = pending[item.message_id] = places
+                places += 1
+            records.append((index.session, seq, item.message_id, position, item.digest, item.summary, item.data))
+            rows.append((index.session, seq, position, *_searchable(item.message)))
+            written.append((Record(seq, 0, item.message_id, _summary(item.summary), 0), position, item.digest))
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                tables.sql(
+                    "INSERT INTO {records} (session, seq, message_id, position, digest, summary, data) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+                ),
+                records,
+            )
+            # The latest version of each message, searchable; text added with add_search_text stays with it.
+            await cursor.executemany(
+                tables.sql(
+                    "INSERT INTO {messages} AS m "
+                    "(session, seq, position, message_id, roles, tool_names, ts, body, tsv) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) "
+                    "ON CONFLICT (session, message_id) DO UPDATE SET seq = excluded.seq, roles = excluded.roles, "
+                    "tool_names = excluded.tool_names, ts = excluded.ts, body = excluded.body, "
+                    "tsv = CASE WHEN m.extra_tsv IS NULL THEN excluded.tsv ELSE excluded.tsv || m.extra_tsv END"
+                ),
+                rows,
+            )
+        size = sum(len(i.data) for i in new)
+        await conn.execute(
+            tables.sql(
+                "UPDATE {sessions} SET head = %s, messages = %s, bytes = bytes + %s, updated_at = now() WHERE id = %s"
+            ),
+            (seq, places, size, index.session),
+        )
+        for record, position, digest in written:
+            self._place_record(index, record, position)
+            index.digests[record.message_id] = digest
+        index.head = self._expected = seq
+        index.size += size
+
+    # -- reading ----------------------------------------------------------------------------------------------------
+
+    async def load(self) -> list[ModelMessage]:
+        """The working context: the latest summary with what it kept, plus every message after it."""
+        return await self._snapshot("working")
+
+    async def load_all(self) -> list[ModelMessage]:
+        """Every message (latest versions, at the place of the first) and summary, in order."""
+        return await self._snapshot("all")
+
+    async def read(
+        self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
+    ) -> HistoryPage:
+        """The original messages from `start_id` to `end_id` (inclusive, in recorded order), paged."""
+        if offset < 0 or limit <= 0:
+            raise HistoryStoreError(f"offset must be >= 0 and limit > 0, got offset={offset}, limit={limit}")
+        async with self._guard(), self._database.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._expected = await self._refresh(conn)
+            slots = self._index.slots
+            start = self._place(start_id, 0)
+            end = self._place(end_id, len(slots) - 1)
+            if start > end:
+                raise HistoryStoreError(f"start_id {start_id!r} comes after end_id {end_id!r}")
+            span = slots[start : end + 1]
+            next_offset = offset + limit if offset + limit < len(span) else None
+            return HistoryPage(await self._read(conn, span[offset : offset + limit]), len(span), offset, next_offset)
+
+    def _place(self, message_id: str | None, default: int) -> int:
+        if message_id is None:
+            return default
+        position = self._index.positions.get(message_id)
+        if position is None:
+            raise HistoryStoreError(f"no message with id {message_id!r} in {self._where()}")
+        return position
+
+    async def load_versions(self) -> list[ModelMessage]:
+        """Every record as written (older versions included), in recording order."""
+        async with self._database.connection() as conn:
+            cursor = await conn.execute(
+                self._database.tables.sql(
+                    "SELECT r.data FROM {records} r JOIN {sessions} s ON s.id = r.session WHERE s.name = %s "
+                    "ORDER BY r.seq"
+                ),
+                (self._session_id,),
+            )
+            rows = await cursor.fetchall()
+        return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(bytes(r[0]) for r in rows) + b"]")
+
+    # -- search -----------------------------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        roles: Sequence[str] = (),
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """Messages of this session matching `query`, best first (see `SearchableHistoryStore.search`)."""
+        async with self._database.connection() as conn:
+            return await search_rows(
+                conn,
+                self._database.tables,
+                query,
+                [self._session_id],
+                roles=roles,
+                tool_name=tool_name,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
+            )
+
+    async def add_search_text(self, message_id: str, text: str) -> None:
+        """Index `text` with the recorded message `message_id`, replacing text added before for it."""
+        tables = self._database.tables
+        async with self._database.connection() as conn, conn.transaction():
+            cursor = await conn.execute(
+                tables.sql(
+                    "SELECT m.session, m.body FROM {messages} m JOIN {sessions} s ON s.id = m.session "
+                    "WHERE s.name = %s AND m.message_id = %s FOR UPDATE OF m"
+                ),
+                (self._session_id, message_id),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise HistoryStoreError(f"no message with id {message_id!r} in {self._where()}")
+            extra = tsvector_literal(text)
+            await conn.execute(
+                tables.sql(
+                    "UPDATE {messages} SET extra = %s, extra_tsv = %s::tsvector, tsv = %s::tsvector || %s::tsvector "
+                    "WHERE session = %s AND message_id = %s"
+                ),
+                (_clean(text), extra, tsvector_literal(str(row[1])), extra, row[0], message_id),
+            )
+
+    async def search_texts(self) -> dict[str, str]:
+        """The texts added with `add_search_text`, by message id."""
+        async with self._database.connection() as conn:
+            cursor = await conn.execute(
+                self._database.tables.sql(
+                    "SELECT m.message_id, m.extra FROM {messages} m JOIN {sessions} s ON s.id = m.session "
+                    "WHERE s.name = %s AND m.extra IS NOT NULL ORDER BY m.position"
+                ),
+                (self._session_id,),
+            )
+            return {str(r[0]): str(r[1]) for r in await cursor.fetchall()}
+
+    # -- the rest of the protocol (from the index: no I/O) ----------------------------------------------------------
+
+    def __contains__(self, message_id: object) -> bool:
+        """Whether the message was recorded, as of this store's latest call."""
+        return message_id in self._index.positions
+
+    def __len__(self) -> int:
+        """How many messages (and summaries) are recorded, as of this store's latest call."""
+        return len(self._index.slots)
+
+    def size_bytes(self) -> int:
+        """The size of the session's records (every version), as of this store's latest call."""
+        return self._index.size
+
+    async def open_async(self) -> None:
+        """Connect and read the session's index now (so `in`, `len()` and `size_bytes()` are current)."""
+        async with self._guard(), self._database.connection() as conn:
+            self._expected = await self._refresh(conn)
+
+    async def close(self) -> None:
+        """Close the connection pool when this store opened it (a store of a database leaves it open)."""
+        if self._owns_database:
+            await self._database.close()
+
+
+def _summary(raw: str | None) -> dict[str, Any] | None:
+    return json.loads(raw) if raw else None
+
+
+def _searchable(message: ModelMessage) -> tuple[str, str, str, str, str, str]:
+    """(message id, roles, tool names, timestamp, body, body as a tsvector literal) of a message with an id."""
+    text = message_text(message)
+    assert text is not None  # every recorded message has an id
+    body = _clean(text.body)
+    return (text.message_id, text.roles, _clean(text.tool_names), _clean(text.timestamp), body, tsvector_literal(body))

@@ -1,0 +1,106 @@
+"""The capability stack of each strategy: which steps, in which order, with which settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+
+from .._events import EventCallback
+from .._working_set import has_tool_error
+from ..compression import MessageCompressor
+from ..phases import PhaseCheckpoints
+from ..processors import SlidingWindowProcessor
+from ..pruning import ImportancePruner
+from ..store import HistoryStore
+
+if TYPE_CHECKING:
+    from ._config import ContextConfig
+
+__all__ = ["StoreSource", "build_steps"]
+
+StoreSource = HistoryStore | Callable[[RunContext[Any]], HistoryStore | None] | None
+ERRORS_KEPT = 3
+"""Recent failed tool exchanges a slide keeps verbatim when `preserve_errors` is on."""
+_BACKSTOP = 0.9
+"""Where the sliding window behind importance pruning slides (a fraction of the window), if pruning fell short."""
+
+
+@dataclass(frozen=True)
+class _Build:
+    config: ContextConfig
+    window: int | None
+    callback: EventCallback | None
+    history_store: StoreSource
+
+
+def build_steps(
+    config: ContextConfig, window: int | None, callback: EventCallback | None, history_store: StoreSource
+) -> list[AbstractCapability[Any]]:
+    """The strategy's steps between eviction and the middleware, in order: compress, checkpoint, prune, slide."""
+    build = _Build(config, window, callback, history_store)
+    steps: list[AbstractCapability[Any]] = []
+    if config.compression_level != "none":
+        steps.append(_compressor(build))
+    strategy = config.strategy
+    if strategy == "sliding_window":
+        steps += _sliding_window(build, config.trigger)
+    elif strategy == "checkpoint":
+        steps += [_checkpoints(build), *_sliding_window(build, config.trigger)]
+    elif strategy == "hybrid":
+        if config.checkpoint_phases:
+            steps.append(_checkpoints(build))
+        steps += [_pruner(build), *_sliding_window(build, max(_BACKSTOP, config.trigger))]
+    return steps
+
+
+def _compressor(build: _Build) -> MessageCompressor:
+    config = build.config
+    return MessageCompressor(
+        level=config.compression_level, snapshot_depth=config.snapshot_depth, event_callback=build.callback
+    )
+
+
+def _checkpoints(build: _Build) -> PhaseCheckpoints:
+    phases = build.config.checkpoint_phases
+    return PhaseCheckpoints(history_store=build.history_store, phases=phases or None, event_callback=build.callback)
+
+
+def _pruner(build: _Build) -> ImportancePruner:
+    config, window = build.config, build.window
+    if window is None:
+        raise ValueError(
+            "the 'hybrid' strategy prunes to a token target: set ContextConfig(max_tokens=...) or model_name=, or "
+            "pass the model to capabilities()/processors() (create_deep_agent passes its own)"
+        )
+    return ImportancePruner(
+        target_tokens=max(int(config.target * window), 1),
+        trigger_tokens=max(int(config.trigger * window), 1),
+        protect_score=config.importance_threshold,
+        keep_predicate=is_error_message if config.preserve_errors else None,
+        event_callback=build.callback,
+    )
+
+
+def _sliding_window(build: _Build, trigger: float) -> list[SlidingWindowProcessor]:
+    config = build.config
+    common: dict[str, Any] = {
+        "max_tokens": build.window,
+        "model_name": config.model_name,
+        "keep_errors": ERRORS_KEPT if config.preserve_errors else 0,
+        "event_callback": build.callback,
+    }
+    steps = [SlidingWindowProcessor(trigger=("fraction", trigger), keep=("fraction", config.target), **common)]
+    if config.window_size is not None:
+        by_count = SlidingWindowProcessor(
+            trigger=("messages", config.window_size), keep=("messages", config.window_size // 2), **common
+        )
+        steps.append(by_count)
+    return steps
+
+
+is_error_message = has_tool_error
+"""A request that reports a failed or retried tool call: importance pruning never drops it (`preserve_errors`)."""
