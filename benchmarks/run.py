@@ -19,7 +19,8 @@ sections for `EvictionProcessor` (issue 4) and the history search (issue 5), mea
 (`python benchmarks/deep.py` prints them alone), checkpoints (issue 11), by `benchmarks/checkpoints.py`, and the
 medium strategy preset's per-request overhead (issue 13), by `benchmarks/presets.py`, the content compressors and
 `MessageCompressor` (issue 13), by `benchmarks/compressors.py`, importance pruning and phase checkpoints
-(issue 13), by `benchmarks/pruning.py`, and `CostTrackingMiddleware` (issue 12), by `benchmarks/cost.py`.
+(issue 13), by `benchmarks/pruning.py`, `CostTrackingMiddleware` (issue 12), by `benchmarks/cost.py`, and
+the file and SQLite history stores (issue 14), by `benchmarks/stores.py`.
 """
 
 from __future__ import annotations
@@ -366,6 +367,13 @@ def _checkpoints_module() -> Any:
     return checkpoints
 
 
+def _stores_module() -> Any:
+    """`benchmarks/stores.py` (append, load and search in the file and SQLite stores)."""
+    import stores
+
+    return stores
+
+
 def _compressors_module() -> Any:
     """`benchmarks/compressors.py` (1 MB snapshot compression, MessageCompressor per-request cost)."""
     import compressors
@@ -386,6 +394,7 @@ def render_markdown(
     compressors: Any = None,
     pruning: list[str] | None = None,
     cost: list[str] | None = None,
+    stores: list[str] | None = None,
 ) -> str:
     mode = "quick (`--quick`)" if args.quick else "full"
     lines = [
@@ -455,6 +464,7 @@ def render_markdown(
         *(_compressors_module().markdown_lines(compressors) if compressors is not None else []),
         *(pruning or []),
         *([*BEFORE_AFTER.read_text(encoding="utf-8").splitlines(), ""] if BEFORE_AFTER.exists() else []),
+        *(stores or []),
         "## Environment",
         "",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
@@ -535,6 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     compressors = asyncio.run(_compressors_module().run(args.iterations))
     pruning_result = asyncio.run(_pruning_module().run_pruning(args.iterations))
     pruning = _pruning_module().markdown_lines(pruning_result)
+    stores = _stores_module().markdown_lines(asyncio.run(_stores_module().run_stores(args.quick)))
     elapsed = time.perf_counter() - started
     print_results(rows, references)
     _middleware_module().print_middleware(*middleware)
@@ -543,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(compaction))
     print("\n".join(cost))
     print("\n".join(presets))
+    print("\n".join(stores))
     _compressors_module().print_compressors(compressors)
     _pruning_module().print_pruning(pruning_result)
     if not args.no_write:
@@ -560,6 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             compressors,
             pruning,
             cost,
+            stores,
         )
         # Sections measured by other scripts (the PostgreSQL benchmarks need a server) are kept as they are.
         args.output.write_text(with_sections(page, kept_sections(args.output)), encoding="utf-8")

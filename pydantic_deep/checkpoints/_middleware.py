@@ -22,16 +22,18 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 
-from summarization_pydantic_ai import ensure_message_id
+from summarization_pydantic_ai import ensure_message_id, get_message_id, working_context
+from summarization_pydantic_ai.store import HistoryDatabase
 
-from ..sessions._history import ForkPointError, history_at
+from ..sessions._history import ForkPointError, MessageNotFoundError, history_at
+from ._protocol import CheckpointStore
 from ._store import Checkpoint, CheckpointError, FileCheckpointStore, validate_checkpoint_id
 
 __all__ = ["CheckpointMiddleware"]
 
 logger = logging.getLogger("pydantic_deep.checkpoints")
 
-StoreSource = FileCheckpointStore | Callable[[RunContext[Any]], FileCheckpointStore | None] | None
+StoreSource = CheckpointStore | Callable[[RunContext[Any]], CheckpointStore | None] | None
 Every = Literal["turn", "tool_call", "off"]
 
 
@@ -70,14 +72,18 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     """
 
     store: StoreSource = None
-    """A `FileCheckpointStore`, a function of the `RunContext` returning one, or `None` for the run's session
-    directory (`<base_dir>/sessions/<id>/checkpoints.json` with `DeepAgentDeps`; no checkpoints without one)."""
+    """A `FileCheckpointStore` (or any `CheckpointStore`, e.g. `storage.checkpoints(session_id)`), a function of the
+    `RunContext` returning one, or `None` for the run's session directory (`<base_dir>/sessions/<id>/checkpoints.json`
+    with `DeepAgentDeps`; no checkpoints without one)."""
+    history: HistoryDatabase | None = None
+    """Where `rewind` reads the history when the checkpoints are not in a session folder beside messages.json
+    (a database `Storage`: `storage.history`)."""
     every: Every = "turn"
     keep: int = 50
     """Automatic checkpoints kept per session (the oldest are pruned)."""
     fsync: bool = False
     """For the default store: flush `checkpoints.json` to disk before the rename (see `FileCheckpointStore`)."""
-    _last_store: FileCheckpointStore | None = field(default=None, init=False, repr=False, compare=False)
+    _last_store: CheckpointStore | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.every not in ("turn", "tool_call", "off"):
@@ -88,9 +94,9 @@ class CheckpointMiddleware(AbstractCapability[Any]):
     # -- public API -----------------------------------------------------------------------------------------------
 
     @property
-    def checkpoint_store(self) -> FileCheckpointStore | None:
+    def checkpoint_store(self) -> CheckpointStore | None:
         """The store `checkpoint` and `rewind` use: `store` when it is one, else the latest run's."""
-        return self.store if isinstance(self.store, FileCheckpointStore) else self._last_store
+        return self.store if isinstance(self.store, CheckpointStore) else self._last_store
 
     async def checkpoint(self, messages: Sequence[ModelMessage], name: str | None = None) -> Checkpoint:
         """Save a checkpoint of `messages` (a run's history: `result.all_messages()`) now, named or not.
@@ -112,7 +118,20 @@ class CheckpointMiddleware(AbstractCapability[Any]):
         checkpoint = await anyio.to_thread.run_sync(store.get, checkpoint_id)
         if checkpoint.message_id is None:
             return []
-        return await anyio.to_thread.run_sync(history_at, store.session_dir / "messages.json", checkpoint.message_id)
+        if isinstance(store, FileCheckpointStore):
+            return await anyio.to_thread.run_sync(
+                history_at, store.session_dir / "messages.json", checkpoint.message_id
+            )
+        return await self._history_at(store.session_id, checkpoint.message_id)
+
+    async def _history_at(self, session_id: str, message_id: str) -> list[ModelMessage]:
+        if self.history is None:
+            raise CheckpointError("rewind needs the history: pass CheckpointMiddleware(history=storage.history)")
+        records = await self.history.session(session_id).load_all()
+        ids = [get_message_id(m) for m in records]
+        if message_id not in ids:
+            raise MessageNotFoundError(f"no message {message_id!r} in session {session_id!r} of {self.history.url}")
+        return working_context(records[: ids.index(message_id) + 1])
 
     # -- capability hooks -----------------------------------------------------------------------------------------
 
@@ -137,15 +156,15 @@ class CheckpointMiddleware(AbstractCapability[Any]):
 
     # -- internals ------------------------------------------------------------------------------------------------
 
-    def _store_for(self, ctx: RunContext[Any]) -> FileCheckpointStore | None:
-        if isinstance(self.store, FileCheckpointStore):
+    def _store_for(self, ctx: RunContext[Any]) -> CheckpointStore | None:
+        if isinstance(self.store, CheckpointStore):
             return self.store
         if self.store is not None:
             return self.store(ctx)
         session_dir = getattr(ctx.deps, "session_dir", None)  # DeepAgentDeps; None when nothing is kept on disk
         return FileCheckpointStore(session_dir, fsync=self.fsync) if isinstance(session_dir, Path) else None
 
-    def _require_store(self) -> FileCheckpointStore:
+    def _require_store(self) -> CheckpointStore:
         store = self.checkpoint_store
         if store is None:
             raise CheckpointError(
@@ -165,7 +184,7 @@ class CheckpointMiddleware(AbstractCapability[Any]):
             logger.warning("automatic checkpoint skipped: %s", exc)
 
     async def _take(
-        self, store: FileCheckpointStore, messages: Sequence[ModelMessage], name: str | None, *, auto: bool
+        self, store: CheckpointStore, messages: Sequence[ModelMessage], name: str | None, *, auto: bool
     ) -> Checkpoint:
         checkpoint = Checkpoint(
             id=uuid.uuid4().hex[:12],
@@ -179,7 +198,7 @@ class CheckpointMiddleware(AbstractCapability[Any]):
         await anyio.to_thread.run_sync(self._save, store, checkpoint)
         return checkpoint
 
-    def _save(self, store: FileCheckpointStore, checkpoint: Checkpoint) -> None:
+    def _save(self, store: CheckpointStore, checkpoint: Checkpoint) -> None:
         store.save(checkpoint)
         if checkpoint.auto:
             store.prune(self.keep)

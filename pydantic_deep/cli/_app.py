@@ -16,9 +16,11 @@ from typing import Any, NoReturn
 from rich.console import Console
 
 from summarization_pydantic_ai import HistoryStoreError, HistoryStoreLockedError, InvalidSessionIdError
+from summarization_pydantic_ai.store import file_path, store_kind
 
 from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..sessions import ForkPointError, MessageNotFoundError, SessionExistsError, SessionNotFoundError
+from ..storage import STORE_ENV, StorageError
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._models import MODEL_OPTIONS
 
@@ -44,6 +46,16 @@ def _session_dir(parser: argparse.ArgumentParser) -> None:
         default=Path(os.environ.get("PYDANTIC_DEEP_DIR", DEFAULT_SESSION_DIR)),
         metavar="DIR",
         help="where sessions live: DIR/sessions/<id>/messages.json (default: .pydantic-deep, or $PYDANTIC_DEEP_DIR)",
+    )
+
+
+def _store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        default=os.environ.get(STORE_ENV) or None,
+        metavar="URL",
+        help="where sessions live instead of --session-dir: file:///dir, sqlite:///file.db or postgresql://... "
+        f"(default: ${STORE_ENV})",
     )
 
 
@@ -74,23 +86,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _session_dir(chat)
 
-    _session_dir(commands.add_parser("sessions", help="list the sessions"))
+    sessions = commands.add_parser("sessions", help="list the sessions")
+    _session_dir(sessions)
+    _store(sessions)
 
     show = commands.add_parser("show", help="print a session's full history")
     show.add_argument("id", metavar="ID")
     show.add_argument("--full", action="store_true", help="do not shorten long parts")
     _session_dir(show)
+    _store(show)
 
     search = commands.add_parser("search", help="search a session's full history (compacted messages too)")
     search.add_argument("id", metavar="ID")
     search.add_argument("query", nargs="+", metavar="QUERY")
     _session_dir(search)
+    _store(search)
 
     export = commands.add_parser("export", help="write a session's full history as Markdown or JSON")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=("md", "json"), default="md")
     export.add_argument("--output", "-o", type=Path, metavar="FILE", help="default: standard output")
     _session_dir(export)
+    _store(export)
+
+    move = commands.add_parser("migrate", help="copy sessions, memories and checkpoints between stores, losslessly")
+    move.add_argument("--from", dest="source", required=True, metavar="URL", help="file:///dir, sqlite:///file.db, ...")
+    move.add_argument("--to", dest="destination", required=True, metavar="URL", help="where to copy them")
+    move.add_argument("--session", action="append", metavar="ID", help="only this session (repeatable)")
 
     report = commands.add_parser("report", help="write a session's report: one HTML page (context, cost, events)")
     report.add_argument("id", metavar="ID")
@@ -107,6 +129,15 @@ async def _dispatch(args: argparse.Namespace, console: Console) -> int:
     from . import _commands
 
     command: str = args.command
+    store: str | None = getattr(args, "store", None)
+    if store is not None and store_kind(store) == "file":
+        args.session_dir = Path(file_path(store))  # today's layout: the same as --session-dir
+    elif store is not None:
+        return await _dispatch_store(args, store, console)
+    if command == "migrate":
+        from ._store_commands import migrate_stores
+
+        return await migrate_stores(args.source, args.destination, args.session, console)
     if command == "chat":
         from ._chat import ChatOptions, chat
 
@@ -125,6 +156,19 @@ async def _dispatch(args: argparse.Namespace, console: Console) -> int:
     from ._demo import run_demo
 
     return await run_demo(args.dir, console, delay=args.delay)
+
+
+async def _dispatch_store(args: argparse.Namespace, url: str, console: Console) -> int:
+    from . import _store_commands as stored
+
+    command: str = args.command
+    if command == "sessions":
+        return await stored.list_stored(url, console)
+    if command == "show":
+        return await stored.show_stored(url, args.id, console, full=args.full)
+    if command == "search":
+        return await stored.search_stored(url, args.id, " ".join(args.query), console)
+    return await stored.export_stored(url, args.id, args.format, args.output)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -183,7 +227,7 @@ def run(argv: list[str]) -> int:
     except HistoryStoreLockedError as exc:
         errors.print(f"{PROG}: the session is open in another process ({_one_line(exc)})", markup=False)
         return EXIT_ERROR
-    except HistoryStoreError as exc:
+    except (HistoryStoreError, StorageError) as exc:
         errors.print(f"{PROG}: {_one_line(exc)}", markup=False, soft_wrap=True)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..checkpoints._store import Checkpoint
+from ..checkpoints._protocol import CheckpointStore
 
 __all__ = ["CheckpointStore", "MemoryStore", "StorageError"]
 
@@ -36,33 +36,4 @@ class MemoryStore(Protocol):
 
     async def names(self) -> list[str]:
         """The agents with a memory."""
-        ...
-
-
-@runtime_checkable
-class CheckpointStore(Protocol):
-    """The checkpoints of one session (pointers into its history), as `FileCheckpointStore` keeps them.
-
-    Sync: `CheckpointMiddleware` calls it from a worker thread.
-    """
-
-    @property
-    def session_id(self) -> str: ...
-
-    def list(self) -> list[Checkpoint]:
-        """The checkpoints, oldest first."""
-        ...
-
-    def get(self, checkpoint_id: str) -> Checkpoint:
-        """`CheckpointNotFoundError` when there is none with that id."""
-        ...
-
-    def save(self, checkpoint: Checkpoint) -> None:
-        """Add `checkpoint` (or replace the one with its id)."""
-        ...
-
-    def delete(self, checkpoint_id: str) -> None: ...
-
-    def prune(self, keep: int) -> int:
-        """Delete the oldest automatic checkpoints beyond the newest `keep`; returns how many."""
         ...

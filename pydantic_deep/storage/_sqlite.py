@@ -40,7 +40,9 @@ class SQLiteHarnessTables:
             try:
                 if self._db is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
-                    db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+                    db = sqlite3.connect(
+                        self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+                    )
                     db.execute("PRAGMA journal_mode=WAL")
                     for statement in _SCHEMA:
                         db.execute(statement)

@@ -32,7 +32,7 @@ from ._reader import RecordBatch, StoredRecord, read_records
 from ._report import DamagedRange, StoreReport
 from ._search_text import IndexedText, build_fts_query, message_text, query_terms, space_cjk
 from ._sqlite import SQLiteHistoryDatabase, SQLiteHistoryStore
-from ._url import DEFAULT_SESSION_ID, StoreURLError, open_database, open_store, redact_url, store_kind
+from ._url import DEFAULT_SESSION_ID, StoreURLError, file_path, open_database, open_store, redact_url, store_kind
 from ._working import working_context
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ __all__ = [
     "build_fts_query",
     "copy_sessions",
     "ensure_message_id",
+    "file_path",
     "message_text",
     "new_message_id",
     "open_database",

@@ -48,7 +48,7 @@ class SearchQueryError(HistoryStoreError, ValueError):
 
 @dataclass(frozen=True)
 class SessionSummary:
-    """One session of a [`HistoryDatabase`][summarization_pydantic_ai.store.HistoryDatabase]."""
+    """One session of a [`HistoryDatabase`][summarization_pydantic_ai.HistoryDatabase]."""
 
     session_id: str
     messages: int

@@ -20,7 +20,15 @@ from urllib.parse import unquote, urlsplit
 from ._database import HistoryDatabase, SearchableHistoryStore
 from ._protocol import HistoryStoreError
 
-__all__ = ["DEFAULT_SESSION_ID", "StoreURLError", "open_database", "open_store", "redact_url", "store_kind"]
+__all__ = [
+    "DEFAULT_SESSION_ID",
+    "StoreURLError",
+    "file_path",
+    "open_database",
+    "open_store",
+    "redact_url",
+    "store_kind",
+]
 
 DEFAULT_SESSION_ID = "default"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -67,7 +75,7 @@ def _path_after(url: str, prefix: str) -> str:
     return path
 
 
-def _file_path(url: str) -> str:
+def file_path(url: str) -> str:
     """The path of a `file://` URL (percent-escapes decoded, as `Path.as_uri()` writes them) or a plain path."""
     return unquote(_path_after(url, "file://")) if url.lower().startswith("file://") else url
 
@@ -81,7 +89,7 @@ def open_database(url: str | os.PathLike[str], **options: Any) -> HistoryDatabas
     if kind == "file":
         from ._json_database import JsonHistoryDatabase
 
-        return JsonHistoryDatabase(_file_path(text), **options)
+        return JsonHistoryDatabase(file_path(text), **options)
     if kind == "sqlite":
         module = importlib.import_module(f"{__package__}._sqlite")
         return cast(HistoryDatabase, module.SQLiteHistoryDatabase(_path_after(text, "sqlite:///"), **options))
@@ -108,5 +116,5 @@ def open_store(url: str | os.PathLike[str], session_id: str | None = None, **opt
 
         if session_id is not None:
             raise StoreURLError(f"{redact_url(text)} is one history file; pass its folder to choose a session")
-        return JsonHistoryStore.open(_file_path(text), **options)
+        return JsonHistoryStore.open(file_path(text), **options)
     return open_database(text, **options).session(session_id or DEFAULT_SESSION_ID)

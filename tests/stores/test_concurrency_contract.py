@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
 import time
+from multiprocessing.connection import Connection
 
 import anyio
 import pytest
@@ -70,12 +73,12 @@ def _writer(url: str, name: str, batches: int, size: int) -> None:
 def test_concurrent_processes_never_interleave_or_lose_a_message(store_target: StoreTarget) -> None:
     if not store_target.multi_writer:
         pytest.skip("a messages.json has one writer process (HistoryStoreLockedError for another)")
-    context = multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("spawn")  # not fork: see _kill_trial
     workers = [context.Process(target=_writer, args=(store_target.url, f"w{i}", 8, 5)) for i in range(3)]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(120)
+        worker.join(300)
         assert worker.exitcode == 0
 
     async def check() -> None:
@@ -91,7 +94,7 @@ def test_concurrent_processes_never_interleave_or_lose_a_message(store_target: S
     anyio.run(check)
 
 
-def _append_forever(url: str, ack_fd: int) -> None:
+def _append_forever(url: str, acks: Connection) -> None:
     async def run() -> None:
         store = open_database(url).session("killed")
         batch = 0
@@ -100,7 +103,7 @@ def _append_forever(url: str, ack_fd: int) -> None:
             for message in messages:
                 message.parts[0].content += " " + "x" * 2000  # type: ignore[union-attr]
             await store.append(messages)
-            os.write(ack_fd, f"{get_message_id(messages[-1])}\n".encode())
+            acks.send(get_message_id(messages[-1]))
             batch += 1
 
     anyio.run(run)
@@ -117,17 +120,23 @@ def test_a_writer_killed_mid_append_leaves_no_partial_batch_10_trials(store_targ
 
 
 def _kill_trial(store_target: StoreTarget, trial: int) -> None:
-    read_fd, write_fd = os.pipe()
-    context = multiprocessing.get_context("fork")
-    worker = context.Process(target=_append_forever, args=(store_target.url, write_fd))
+    # spawn, not fork: a forked child of a process with worker threads can inherit a held lock and hang.
+    context = multiprocessing.get_context("spawn")
+    reader, writer = context.Pipe(duplex=False)
+    worker = context.Process(target=_append_forever, args=(store_target.url, writer))
     worker.start()
-    os.close(write_fd)
-    time.sleep(1.0 + trial * 0.137)
+    writer.close()
+    assert reader.poll(300), "the writer acknowledged no append within 300 s"
+    time.sleep(0.05 + (trial * 0.0371) % 0.4)  # then kill it somewhere in a later append
     assert worker.pid is not None
     os.kill(worker.pid, signal.SIGKILL)
     worker.join()
-    acked = [line for line in os.read(read_fd, 1 << 20).decode().splitlines() if line]
-    os.close(read_fd)
+    acked: list[str] = []
+    with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+        while reader.poll(0):
+            acked.append(reader.recv())
+    reader.close()
+    assert acked
 
     async def check(database: HistoryDatabase) -> None:
         messages = await database.session("killed").load_all()

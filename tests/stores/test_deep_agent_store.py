@@ -10,6 +10,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pydantic_deep import DeepAgentDeps, create_deep_agent
+from pydantic_deep.checkpoints import CheckpointMiddleware
 from pydantic_deep.storage import open_storage
 from summarization_pydantic_ai import get_message_id
 
@@ -66,3 +67,24 @@ async def test_sessions_memory_and_search_live_in_one_database(tmp_path: Path, d
     assert "oolong" in str(third.output)
     assert len(await later.history.session("chat-1").load_all()) == len(third.all_messages())
     await later.close()
+
+
+def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse([TextPart(f"answer {len(messages)}")])
+
+
+async def test_checkpoints_live_in_the_database_and_rewind_reads_it(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'agents.db'}")
+    checkpoints = CheckpointMiddleware(
+        store=lambda ctx: storage.checkpoints(ctx.deps.session_id), history=storage.history
+    )
+    agent = create_deep_agent(FunctionModel(_answer), store=storage, capabilities=[checkpoints])
+    deps = DeepAgentDeps(session_id="chat-2", base_dir=tmp_path / "base")
+    first = await agent.run("one", deps=deps)
+    second = await agent.run("two", deps=deps, message_history=first.all_messages())
+    saved = storage.checkpoints("chat-2").list()
+    assert [c.message_count for c in saved] == [len(first.all_messages()), len(second.all_messages())]
+    assert not (tmp_path / "base" / "sessions" / "chat-2" / "checkpoints.json").exists()
+    rewound = await checkpoints.rewind(saved[0].id)
+    assert [get_message_id(m) for m in rewound] == [get_message_id(m) for m in first.all_messages()]
+    await storage.close()

@@ -1,0 +1,87 @@
+"""`pydantic-deep sessions | show | search | export --store URL` on a database, and `pydantic-deep migrate`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pydantic_ai.messages import ModelMessage
+from rich.console import Console
+from rich.table import Table
+
+from summarization_pydantic_ai.store import SearchQueryError
+
+from ..history_search import HistoryArchiveSearch
+from ..storage import Storage, migrate, open_storage
+from ._errors import EXIT_USAGE, CliError
+from ._render import export_json, export_markdown, render_history
+
+__all__ = ["export_stored", "list_stored", "migrate_stores", "search_stored", "show_stored"]
+
+
+async def _messages(storage: Storage, session_id: str) -> list[ModelMessage]:
+    messages = await storage.history.session(session_id).load_all()
+    if not messages:
+        raise CliError(f"no session {session_id!r} in {storage.url}; pydantic-deep sessions --store lists them")
+    return messages
+
+
+async def list_stored(url: str, console: Console) -> int:
+    storage = open_storage(url)
+    try:
+        sessions = await storage.history.sessions()
+    finally:
+        await storage.close()
+    table = Table(title=f"Sessions in {storage.url}")
+    for column in ("id", "messages", "last active", "size"):
+        table.add_column(column)
+    for session in sessions:
+        active = session.updated_at.strftime("%Y-%m-%d %H:%M") if session.updated_at else "?"
+        table.add_row(session.session_id, str(session.messages), active, f"{session.size_bytes / 1024:.1f} KiB")
+    console.print(table)
+    return 0
+
+
+async def show_stored(url: str, session_id: str, console: Console, *, full: bool) -> int:
+    storage = open_storage(url)
+    try:
+        messages = await _messages(storage, session_id)
+    finally:
+        await storage.close()
+    console.print(f"Session {session_id}: {len(messages)} messages, {storage.url}", style="bold", markup=False)
+    for line in render_history(messages, full=full):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return 0
+
+
+async def search_stored(url: str, session_id: str, query: str, console: Console) -> int:
+    storage = open_storage(url)
+    try:
+        await _messages(storage, session_id)
+        result = await HistoryArchiveSearch(database=storage.history).search(query, session=session_id)
+    except SearchQueryError as exc:
+        raise CliError(f"bad query {query!r}: {exc}", EXIT_USAGE) from None
+    finally:
+        await storage.close()
+    console.print(result.text, markup=False, highlight=False, soft_wrap=True)
+    return 0 if result.hits else 1
+
+
+async def export_stored(url: str, session_id: str, fmt: str, output: Path | None) -> int:
+    storage = open_storage(url)
+    try:
+        messages = await _messages(storage, session_id)
+    finally:
+        await storage.close()
+    text = export_json(messages) if fmt == "json" else export_markdown(session_id, messages)
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        output.write_text(text, encoding="utf-8")
+    return 0
+
+
+async def migrate_stores(source: str, destination: str, session_ids: list[str] | None, console: Console) -> int:
+    report = await migrate(source, destination, session_ids or None)
+    console.print(f"Copied {report.summary()}.", markup=False, highlight=False, soft_wrap=True)
+    return 0
