@@ -7,7 +7,8 @@ The server binaries come from the Debian package `postgresql` (`/usr/lib/postgre
 or from `PG_BINDIR`. The cluster lives in a fresh temporary directory: `initdb` (trust authentication, UTF-8),
 `pg_ctl start` on a free loopback port (and a Unix socket in the same directory), nothing else on the machine is
 touched. `initdb` refuses to run as root: as root the cluster is owned by, and runs as, the `postgres` user (or
-`nobody`). Stopping (`pg_ctl stop -m immediate`) removes the whole directory.
+`nobody`). Stopping (`pg_ctl stop -m immediate`) removes the whole directory; a watchdog process does the same
+when the owner dies without stopping it (killed, or a test run interrupted before its teardown).
 
 By default the cluster trades durability for speed (`fsync=off`): it holds test data only. `durable=True` keeps
 PostgreSQL's defaults, for benchmark figures a production server would see.
@@ -36,6 +37,27 @@ DSN_ENV = "SPA_TEST_POSTGRES_DSN"
 """The environment variable that carries the DSN to the tests (set it to use a server you started yourself)."""
 
 _FAST = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+
+
+_WATCHDOG = """
+import os, shutil, subprocess, sys, time
+owner, pg_ctl, directory = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+while os.path.isdir(directory):
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        data = os.path.join(directory, "data")
+        if os.path.exists(os.path.join(data, "postmaster.pid")):
+            stat = os.stat(data)
+            def drop():
+                if os.geteuid() == 0:
+                    os.setgid(stat.st_gid)
+                    os.setuid(stat.st_uid)
+            subprocess.run([pg_ctl, "stop", "-m", "immediate", "-D", data], capture_output=True, preexec_fn=drop)
+        shutil.rmtree(directory, ignore_errors=True)
+        break
+    time.sleep(1)
+"""
 
 
 class ClusterError(RuntimeError):
@@ -117,6 +139,7 @@ class ThrowawayCluster:
                 self.port = _free_port()
                 try:
                     self._run([str(bindir / "pg_ctl"), *self._start_args()], "pg_ctl start")
+                    self._watch(bindir)
                     return self.dsn
                 except ClusterError:
                     if attempt == 2:
@@ -162,6 +185,18 @@ class ThrowawayCluster:
             log = self.directory / "server.log" if self.directory else None
             tail = log.read_text(errors="replace")[-2000:] if log and log.exists() else ""
             raise ClusterError(f"{what} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}\n{tail}")
+
+    def _watch(self, bindir: Path) -> None:
+        """A detached watchdog that stops and removes the cluster when this process dies without `stop()`
+        (killed, or a test run interrupted before its teardown): a throwaway cluster never outlives its owner."""
+        assert self.directory is not None
+        subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(bindir / "pg_ctl"), str(self.directory)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not killed with the owner's process group
+        )
 
     def stop(self) -> None:
         """Stop the server at once (its data is thrown away) and remove the directory."""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psycopg
@@ -46,3 +49,31 @@ def test_a_cluster_runs_on_loopback_and_stopping_removes_every_file() -> None:
     assert not Path(directory).exists()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(dsn, connect_timeout=2)
+
+
+@pytest.mark.slow
+def test_a_cluster_whose_owner_is_killed_is_stopped_and_removed() -> None:
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import sys, time; sys.path.insert(0, {str(scripts)!r}); from pg_cluster import ThrowawayCluster; "
+            "c = ThrowawayCluster(); c.start(); print(c.directory, flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    line = owner.stdout.readline().strip()
+    if not line:
+        owner.wait(10)
+        pytest.skip("no PostgreSQL server binaries here")
+    directory = Path(line)
+    assert (directory / "data" / "postmaster.pid").exists()
+    owner.kill()  # SIGKILL: no teardown runs in the owner
+    owner.wait(10)
+    deadline = time.monotonic() + 30
+    while directory.exists():
+        assert time.monotonic() < deadline, "the watchdog did not remove the cluster of a dead owner"
+        time.sleep(0.2)
