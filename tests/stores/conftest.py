@@ -27,6 +27,9 @@ class StoreTarget:
     multi_writer: bool
     """Separate handles may write one session at once (optimistic concurrency); `False` for files, whose writer
     holds a lock (another process gets `HistoryStoreLockedError`, this process shares one store per file)."""
+    atomic_batches: bool = True
+    """An append killed half-way leaves none of its messages (a database transaction); `False` for files, whose
+    records are whole or absent one by one (a torn tail loses only the torn record, the reliability guarantee)."""
     opened: list[HistoryDatabase] = field(default_factory=list[HistoryDatabase])
 
     def open(self) -> HistoryDatabase:
@@ -42,7 +45,7 @@ class StoreTarget:
 
 @pytest.fixture
 def file_store_target(tmp_path: Path) -> StoreTarget:
-    return StoreTarget("file", (tmp_path / "sessions").as_uri(), multi_writer=False)
+    return StoreTarget("file", (tmp_path / "sessions").as_uri(), multi_writer=False, atomic_batches=False)
 
 
 @pytest.fixture
