@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 
 from summarization_pydantic_ai import HistoryStoreError, HistoryStoreLockedError, InvalidSessionIdError
-from summarization_pydantic_ai.store import file_path, store_kind
+from summarization_pydantic_ai.store import file_path, redact_url, store_kind
 
 from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..sessions import ForkPointError, MessageNotFoundError, SessionExistsError, SessionNotFoundError
@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop before a request would take the session's cost (earlier chats included) past USD",
     )
     _session_dir(chat)
+    _store(chat)
 
     sessions = commands.add_parser("sessions", help="list the sessions")
     _session_dir(sessions)
@@ -116,8 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="write a session's report: one HTML page (context, cost, events)")
     report.add_argument("id", metavar="ID")
-    report.add_argument("--out", "-o", type=Path, metavar="FILE", help="default: report.html in the session's folder")
+    report.add_argument(
+        "--out",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="default: report.html in the session's folder (with a database --store: ID-report.html here)",
+    )
     _session_dir(report)
+    _store(report)
 
     demo = commands.add_parser("demo", help="an offline, scripted coding-agent session (no API key)")
     demo.add_argument("--dir", type=Path, metavar="DIR", help="where to run it (default: a new temporary directory)")
@@ -162,6 +170,15 @@ async def _dispatch_store(args: argparse.Namespace, url: str, console: Console) 
     from . import _store_commands as stored
 
     command: str = args.command
+    if command == "chat":
+        raise CliError(
+            f"pydantic-deep chat keeps its sessions in files (--session-dir, or --store file:///DIR), not in "
+            f"{redact_url(url)}; chat there, then copy the sessions with pydantic-deep migrate --from file:///DIR "
+            f"--to URL (sessions, show, search, export and report read them from the database)",
+            EXIT_USAGE,
+        )
+    if command == "report":
+        return await stored.report_stored(url, args.id, args.out, console)
     if command == "sessions":
         return await stored.list_stored(url, console)
     if command == "show":

@@ -9,6 +9,7 @@ from pydantic_ai.messages import ModelMessage
 from rich.console import Console
 from rich.table import Table
 
+from summarization_pydantic_ai.report import write_session_report_async
 from summarization_pydantic_ai.store import SearchQueryError
 
 from ..history_search import HistoryArchiveSearch
@@ -16,7 +17,7 @@ from ..storage import Storage, migrate, open_storage
 from ._errors import EXIT_USAGE, CliError
 from ._render import export_json, export_markdown, render_history
 
-__all__ = ["export_stored", "list_stored", "migrate_stores", "search_stored", "show_stored"]
+__all__ = ["export_stored", "list_stored", "migrate_stores", "report_stored", "search_stored", "show_stored"]
 
 
 async def _messages(storage: Storage, session_id: str) -> list[ModelMessage]:
@@ -78,6 +79,22 @@ async def export_stored(url: str, session_id: str, fmt: str, output: Path | None
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         output.write_text(text, encoding="utf-8")
+    return 0
+
+
+async def report_stored(url: str, session_id: str, out: Path | None, console: Console) -> int:
+    storage = open_storage(url)
+    try:
+        await _messages(storage, session_id)
+        target = out if out is not None else Path(f"{session_id}-report.html")
+        path = await write_session_report_async(
+            storage.history.session(session_id), target, title=f"Session {session_id}"
+        )
+    except OSError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await storage.close()
+    console.print(f"Report written to {path}", markup=False, highlight=False, soft_wrap=True)
     return 0
 
 
