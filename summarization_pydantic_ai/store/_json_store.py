@@ -26,6 +26,7 @@ from ._database import SearchHit
 from ._framing import FOOTER, HEADER, Record, clean_summary, encode, repaired, scan
 from ._json_search import load_search_texts, load_versions, save_search_text
 from ._locking import acquire_lock, is_json_array, write_atomically
+from ._paging import check_page, page_of
 from ._protocol import HistoryPage, HistoryStoreError, ensure_message_id
 from ._report import StoreReport, keep_damaged_copy, report_of, warn
 from ._scan_search import SearchFilter, scan_search
@@ -345,26 +346,13 @@ class JsonHistoryStore:
     def read_sync(
         self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
     ) -> HistoryPage:
-        if offset < 0 or limit <= 0:
-            raise HistoryStoreError(f"offset must be >= 0 and limit > 0, got offset={offset}, limit={limit}")
+        check_page(offset, limit)
         with self._lock:
             self._ensure_open()
-            start = self._index_of(start_id, default=0)
-            end = self._index_of(end_id, default=len(self._slots) - 1)
-            if start > end:
-                raise HistoryStoreError(f"start_id {start_id!r} comes after end_id {end_id!r}")
-            span = self._slots[start : end + 1]
-            page = span[offset : offset + limit]
-            next_offset = offset + limit if offset + limit < len(span) else None
-            return HistoryPage(self._read_raw(page), len(span), offset, next_offset)
-
-    def _index_of(self, message_id: str | None, *, default: int) -> int:
-        if message_id is None:
-            return default
-        position = self._positions.get(message_id)
-        if position is None:
-            raise HistoryStoreError(f"no message with id {message_id!r} in {self._path}")
-        return position
+            page, total, next_offset = page_of(
+                self._slots, self._positions, start_id, end_id, offset=offset, limit=limit, where=self._path
+            )
+            return HistoryPage(self._read_raw(page), total, offset, next_offset)
 
     # -- async API --------------------------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._database import HistoryStoreConflictError, SearchHit
 from .._framing import Record
+from .._paging import check_page, page_of
 from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
@@ -211,33 +212,21 @@ class SQLiteHistoryStore:
     def read_sync(
         self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
     ) -> HistoryPage:
-        if offset < 0 or limit <= 0:
-            raise HistoryStoreError(f"offset must be >= 0 and limit > 0, got offset={offset}, limit={limit}")
+        check_page(offset, limit)
 
         def read(db: sqlite3.Connection) -> HistoryPage:
             db.execute("BEGIN")
             try:
                 self._expected = self._refresh(db)
-                slots = self._index.slots
-                start = self._place(start_id, 0)
-                end = self._place(end_id, len(slots) - 1)
-                if start > end:
-                    raise HistoryStoreError(f"start_id {start_id!r} comes after end_id {end_id!r}")
-                span = slots[start : end + 1]
-                next_offset = offset + limit if offset + limit < len(span) else None
-                return HistoryPage(self._read(db, span[offset : offset + limit]), len(span), offset, next_offset)
+                index = self._index
+                page, total, next_offset = page_of(
+                    index.slots, index.positions, start_id, end_id, offset=offset, limit=limit, where=self._where()
+                )
+                return HistoryPage(self._read(db, page), total, offset, next_offset)
             finally:
                 db.execute("COMMIT")
 
         return self._database.run(read)
-
-    def _place(self, message_id: str | None, default: int) -> int:
-        if message_id is None:
-            return default
-        position = self._index.positions.get(message_id)
-        if position is None:
-            raise HistoryStoreError(f"no message with id {message_id!r} in {self._where()}")
-        return position
 
     def load_versions_sync(self) -> list[ModelMessage]:
         def read(db: sqlite3.Connection) -> list[ModelMessage]:
