@@ -22,10 +22,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 
-from summarization_pydantic_ai import ensure_message_id, get_message_id, working_context
+from summarization_pydantic_ai import ensure_message_id
 from summarization_pydantic_ai.store import HistoryDatabase
 
-from ..sessions._history import ForkPointError, MessageNotFoundError, history_at
+from ..sessions._history import ForkPointError, history_at, history_in_records
 from ._protocol import CheckpointStore
 from ._store import Checkpoint, CheckpointError, FileCheckpointStore, validate_checkpoint_id
 
@@ -128,10 +128,7 @@ class CheckpointMiddleware(AbstractCapability[Any]):
         if self.history is None:
             raise CheckpointError("rewind needs the history: pass CheckpointMiddleware(history=storage.history)")
         records = await self.history.session(session_id).load_all()
-        ids = [get_message_id(m) for m in records]
-        if message_id not in ids:
-            raise MessageNotFoundError(f"no message {message_id!r} in session {session_id!r} of {self.history.url}")
-        return working_context(records[: ids.index(message_id) + 1])
+        return history_in_records(records, message_id, f"session {session_id!r} of {self.history.url}")
 
     # -- capability hooks -----------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
@@ -23,7 +23,10 @@ __all__ = [
     "CorruptSessionError",
     "ForkPointError",
     "MessageNotFoundError",
+    "check_cut",
+    "cut_records",
     "history_at",
+    "history_in_records",
     "read_working",
     "records_until",
 ]
@@ -104,7 +107,7 @@ def records_until(path: Path, message_id: str | None) -> list[ModelMessage]:
     _check_id(path, message_id)
     with reading(path) as store:
         records = _read_until(store, path, message_id)
-        _check_cut(records[-1], working_context(records), store, path)
+        check_cut(records[-1], working_context(records), _next_in(store, records[-1]), str(path))
         return records
 
 
@@ -124,8 +127,49 @@ def history_at(path: Path, message_id: str | None) -> list[ModelMessage]:
             point, history = records[-1], working_context(records)
         else:
             point = history[-1]
-        _check_cut(point, history, store, path)
+        check_cut(point, history, _next_in(store, point), str(path))
         return history
+
+
+def cut_records(records: list[ModelMessage], message_id: str, where: str) -> list[ModelMessage]:
+    """The records (`load_all()` of a session, in recorded order) up to and including `message_id`, refused with
+    `ForkPointError` where a history cannot be cut (the same rule as `records_until`, for records in memory: a
+    database session's)."""
+    at = _index_of(records, message_id, where)
+    cut = records[: at + 1]
+    check_cut(cut[-1], working_context(cut), _next_of(records, at), where)
+    return cut
+
+
+def history_in_records(records: list[ModelMessage], message_id: str, where: str) -> list[ModelMessage]:
+    """The history as the agent had it right after `message_id`, from a session's records in memory (what
+    `history_at` gives for a file)."""
+    at = _index_of(records, message_id, where)
+    history = working_context(records[: at + 1])
+    check_cut(records[at], history, _next_of(records, at), where)
+    return history
+
+
+def _index_of(records: list[ModelMessage], message_id: str, where: str) -> int:
+    if not isinstance(message_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(f"a message id must be a string, got {type(message_id).__name__}")
+    for i, record in enumerate(records):
+        if get_message_id(record) == message_id:
+            return i
+    raise MessageNotFoundError(f"no message with id {message_id!r} in {where}")
+
+
+def _next_of(records: list[ModelMessage], at: int) -> Callable[[], ModelMessage | None]:
+    return lambda: records[at + 1] if at + 1 < len(records) else None
+
+
+def _next_in(store: JsonHistoryStore, point: ModelMessage) -> Callable[[], ModelMessage | None]:
+    def following() -> ModelMessage | None:
+        message_id = get_message_id(point)
+        after = store.read_sync(message_id, None, limit=2).messages[1:] if message_id else []
+        return after[0] if after else None
+
+    return following
 
 
 def _cut_of_working(working: list[ModelMessage], message_id: str) -> list[ModelMessage] | None:
@@ -145,21 +189,24 @@ def _cut_of_working(working: list[ModelMessage], message_id: str) -> list[ModelM
     return None
 
 
-def _check_cut(point: ModelMessage, history: list[ModelMessage], store: JsonHistoryStore, path: Path) -> None:
-    """Refuse a cut that would leave tool calls without their results (never split a call from its return), or
-    a history with no user turn to continue from."""
+def check_cut(
+    point: ModelMessage, history: list[ModelMessage], following: Callable[[], ModelMessage | None], where: str
+) -> None:
+    """Refuse a cut at `point` (giving `history`) that would leave tool calls without their results (never split a
+    call from its return), or a history with no user turn to continue from. `following()`: the record after the
+    point (read only to say where to cut instead)."""
     message_id = get_message_id(point)
     if isinstance(point, ModelResponse) and any(isinstance(p, ToolCallPart) for p in point.parts):
-        after = store.read_sync(message_id, None, limit=2).messages[1:] if message_id else []
+        after = following()
         before = get_message_id(history[-2]) if len(history) > 1 else None
-        results = f"{get_message_id(after[0])!r} (with their results)" if after else "a later message"
+        results = f"{get_message_id(after)!r} (with their results)" if after is not None else "a later message"
         raise ForkPointError(
-            f"message {message_id!r} of {path} holds tool calls whose results come after it; cut at {results} "
+            f"message {message_id!r} of {where} holds tool calls whose results come after it; cut at {results} "
             f"or at {before!r} (before the calls)"
         )
     if any(p.kind == "summary_only" for p in validate_history(history, for_request=False)):
         raise ForkPointError(
-            f"message {message_id!r} of {path}: the history up to it holds summaries and no user turn to "
+            f"message {message_id!r} of {where}: the history up to it holds summaries and no user turn to "
             "continue from; cut at a later message"
         )
 

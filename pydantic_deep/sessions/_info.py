@@ -30,9 +30,11 @@ class SessionInfo:
 
     id: str
     path: Path
-    """The session's directory, `<base_dir>/sessions/<id>/`."""
+    """The session's directory, `<base_dir>/sessions/<id>/` (with a database store: its evicted outputs, plans and
+    `session.json` on this host; may not exist)."""
     messages_path: Path
-    """Its history file, `<path>/messages.json` (may not exist yet: a session created but never run)."""
+    """Its history file, `<path>/messages.json` (may not exist yet: a session created but never run; never
+    written with a database store, whose history is at `history_url`)."""
     created: datetime
     """From `session.json`, else the first message's timestamp, else the directory's modification time (UTC)."""
     last_active: datetime
@@ -51,6 +53,8 @@ class SessionInfo:
     """Why the history cannot be read, for a corrupt session (the listing shows it instead of failing)."""
     cost: CostTotals = field(default_factory=CostTotals)
     """What the recorded history cost (`session_costs` of its records; a fork includes what it copied)."""
+    history_url: str | None = None
+    """The database holding the history (any password redacted), with a database store; `None`: `messages_path`."""
 
 
 @dataclass
