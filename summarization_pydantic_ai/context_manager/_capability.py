@@ -26,7 +26,6 @@ from .._events import (
     UsageUpdated,
     emit_event,
 )
-from .._messages import get_message_id
 from .._pinning import WorkingSetSettings
 from .._sizes import Measure, normalize_keep
 from .._tokens import (
@@ -43,6 +42,7 @@ from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistorySto
 from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME
+from ._conversation import check_same_conversation, restore_merged_requests
 from ._overflow import OverflowMixin
 from ._stamp import RequestMeasure, stamp_response
 from ._state import (
@@ -220,7 +220,9 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
 
         Without a run to keep state in, the instance keeps it: use one instance per conversation in this form."""
         state = self._run or self._plain
-        return await self._process(messages, state, None, None, self._static_store())
+        store = self._static_store()
+        messages = await restore_merged_requests(messages, store)
+        return await self._process(messages, state, None, None, store)
 
     def _unknown_message(self, message_id: str) -> str | None:
         store = self._static_store()
@@ -252,12 +254,13 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         )
         messages = request_context.messages
         store = self._store_for_run(ctx)
-        if not state.conversation_checked:
+        if not state.conversation_checked:  # the run's first request: its history is the given message_history
             state.conversation_checked = True
+            messages = await restore_merged_requests(messages, store)
             if not self.shared_file and store is not None:
-                _check_same_conversation(messages, store)
+                check_same_conversation(messages, store)
         result = await self._process(messages, state, RunInfo(ctx, info), ctx, store)
-        if result is not messages:
+        if result is not request_context.messages:
             ctx.messages[:] = result
             request_context.messages = list(result)
         return request_context
@@ -422,22 +425,3 @@ def _incremental(counter: TokenCounter) -> IncrementalCounter | None:
     if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter:
         return counter
     return None
-
-
-def _check_same_conversation(messages: Sequence[ModelMessage], store: HistoryStore) -> None:
-    """Refuse a run that would add a second conversation to a history file: none of its messages is in the file,
-    and the file holds records (another chat, or the same one not resumed). Cheap: a resumed history's first
-    message is found at once; a new conversation is short."""
-    if not len(store):
-        return
-    for message in messages:
-        message_id = get_message_id(message)
-        if message_id is not None and message_id in store:
-            return
-    where = store.path if store.path is not None else "the history store"
-    raise HistoryStoreError(
-        f"{where} already holds another conversation ({len(store)} records) and this run does not continue it. "
-        "To continue it, pass message_history=await middleware.store.load() (the file's working context); "
-        "to start a new conversation, use another messages_path (a function of the RunContext gives one file per "
-        "session); to add this run to the same file anyway, set ContextManagerMiddleware(shared_file=True)."
-    )

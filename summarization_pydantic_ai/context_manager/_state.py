@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from ._overflow import OverflowEpisode
     from ._stamp import RequestMeasure
 
-__all__ = ["ContextUsage", "RunState", "SharedState", "call_callback", "record_and_count", "record_new_messages"]
+__all__ = [
+    "ContextUsage",
+    "RunState",
+    "SharedState",
+    "call_callback",
+    "is_reduction",
+    "record_and_count",
+    "record_new_messages",
+]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -208,10 +216,10 @@ async def _is_new_version(store: HistoryStore, message: ModelMessage) -> bool:
     old = recorded[-1]
     if len(old.parts) != len(message.parts) or type(old) is not type(message):
         return True
-    return any(a != b and not _is_reduction(a, b) for a, b in zip(old.parts, message.parts, strict=True))
+    return any(a != b and not is_reduction(a, b) for a, b in zip(old.parts, message.parts, strict=True))
 
 
-def _is_reduction(old: object, new: object) -> bool:
+def is_reduction(old: object, new: object) -> bool:
     """`new` is `old` cleared or evicted by the toolkit (a marker the old part did not have)."""
     old_metadata: object = getattr(old, "metadata", None)
     new_metadata: object = getattr(new, "metadata", None)

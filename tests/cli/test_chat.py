@@ -206,6 +206,45 @@ async def test_a_model_error_is_one_line_and_keeps_the_message(tmp_path: Path) -
     assert prompts == ["first try", "second try"]
 
 
+async def test_two_failed_turns_in_a_row_then_the_chat_goes_on(tmp_path: Path) -> None:
+    """pydantic-ai merges the two unanswered requests at the third turn's start: still the session's own."""
+    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo
+    from rich.console import Console
+
+    from pydantic_deep.cli._models import ResolvedModel
+    from pydantic_deep.cli._scripted import scripted_model
+    from pydantic_deep.cli._state import ChatState
+    from pydantic_deep.cli._turn import TurnOutcome, run_turn
+    from pydantic_deep.cli._ui import Ui
+
+    sent: list[list[ModelMessage]] = []
+
+    def fails_twice(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append(messages)
+        if len(sent) <= 2:
+            raise ModelHTTPError(500, "openai:gpt-4.1", {"error": "server error"})
+        return ModelResponse(parts=[TextPart("back")])
+
+    resolved = ResolvedModel("openai:gpt-4.1", scripted_model(fails_twice, "fails twice"), None, 16_000)
+    state = ChatState(SessionManager(tmp_path / "sessions"), resolved, tmp_path, Ui(Console(file=io.StringIO())))
+    assert [(await run_turn(state, p)).status for p in ("one", "two")] == ["failed", "failed"]
+    outcome = await run_turn(state, "three")
+    assert outcome == TurnOutcome("done"), outcome.error
+    assert (await run_turn(state, "four")).status == "done"
+    user_prompts = [[p.content for m in s for p in m.parts if p.part_kind == "user-prompt"] for s in sent]
+    assert user_prompts[2] == ["one", "two", "three"]
+    records = JsonHistoryStore.reader(state.messages_path).load_all_sync()
+    assert [p.content for m in records for p in m.parts if p.part_kind == "user-prompt"] == [
+        "one",
+        "two",
+        "three",
+        "four",
+    ]
+    assert [get_message_id(m) for m in records] == [get_message_id(m) for m in state.history]
+
+
 async def test_compact_says_so_when_the_summary_model_fails(tmp_path: Path) -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models.function import AgentInfo, FunctionModel
