@@ -29,7 +29,7 @@ from .checkpoints import (
     InvalidCheckpointIdError,
 )
 from .deps import DeepAgentDeps
-from .eviction import EvictionPolicy, EvictionProcessor, RetentionPolicy
+from .eviction import EvictedOutputIndexer, EvictionPolicy, EvictionProcessor, RetentionPolicy
 from .filesystem import FilesystemToolset
 from .history_search import HistoryArchiveSearch
 from .memory import AgentMemoryToolset
@@ -62,6 +62,7 @@ __all__ = [
     "CorruptSessionError",
     "DeepAgentDeps",
     "EditError",
+    "EvictedOutputIndexer",
     "EvictionPolicy",
     "EvictionProcessor",
     "FileCheckpointStore",

@@ -7,9 +7,11 @@ PatchToolCalls -> EvictionProcessor -> your processors -> ContextManagerMiddlewa
 ```
 
 so histories are repaired before anything reads them, large outputs are evicted before tokens are counted, and the
-history store records what the model is finally sent. With `context=ContextConfig(...)` the strategy's steps
-(compress, checkpoint, prune, slide) open the "your processors" slot and its middleware is the context manager;
-its `ContextMetrics`, an observer, sits outside the spine (first), to see each request as it comes and as it goes.
+history store records what the model is finally sent; after it, `EvictedOutputIndexer` makes the full text of each
+evicted output searchable with the recorded message holding its preview. With `context=ContextConfig(...)` the
+strategy's steps (compress, checkpoint, prune, slide) open the "your processors" slot and its middleware is the
+context manager; its `ContextMetrics`, an observer, sits outside the spine (first), to see each request as it comes
+and as it goes.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from summarization_pydantic_ai import (
 from summarization_pydantic_ai.strategies import ContextConfig
 
 from .deps import DeepAgentDeps
-from .eviction import EvictionProcessor
+from .eviction import EvictedOutputIndexer, EvictionProcessor
 from .filesystem import FilesystemToolset
 from .history_search import HistoryArchiveSearch
 from .memory import AgentMemoryToolset
@@ -259,6 +261,8 @@ def create_deep_agent(
     spine.extend(capabilities)
     if middleware is not None:
         spine += [middleware, _BindContextManager(middleware)]
+        if evictor is not None:  # after the middleware: it indexes what the middleware has just recorded
+            spine.append(EvictedOutputIndexer(middleware=middleware, eviction=evictor))
     cost = _pick(
         cost_tracking,
         CostTrackingMiddleware,

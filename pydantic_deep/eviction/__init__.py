@@ -2,6 +2,7 @@
 
 from summarization_pydantic_ai.compression import PreviewKind, detect_kind, make_preview
 
+from ._indexing import EvictedOutputIndexer
 from ._policy import (
     EVICTION_METADATA_KEY,
     MCP_POLICY,
@@ -18,6 +19,7 @@ from ._store import EvictionArchive
 __all__ = [
     "EVICTION_METADATA_KEY",
     "MCP_POLICY",
+    "EvictedOutputIndexer",
     "EvictionArchive",
     "EvictionFailed",
     "EvictionPolicy",

@@ -9,9 +9,10 @@ from typing import Any, cast
 import pydantic_core
 from pydantic_ai.messages import BinaryContent, FileUrl, ModelMessage, ModelRequest, ToolReturnPart
 
+from ..backends import BackendProtocol
 from ._policy import EVICTION_METADATA_KEY
 
-__all__ = ["as_text", "evicted_paths", "pageable", "printable", "referenced_paths"]
+__all__ = ["as_text", "evicted_paths", "evicted_text", "pageable", "printable", "referenced_paths"]
 
 
 _MEDIA = (BinaryContent, FileUrl)
@@ -72,6 +73,18 @@ def evicted_paths(message: ModelMessage) -> list[str]:
         if isinstance(info, dict) and isinstance(path := cast(dict[str, Any], info).get("path"), str):
             paths.append(path)
     return paths
+
+
+async def evicted_text(message: ModelMessage, backend: BackendProtocol) -> str:
+    """The full text of the outputs the previews in `message` point to, read from `backend`, as the history search
+    indexes it with the message ('' when it has none; an output cleaned up since is skipped)."""
+    texts: list[str] = []
+    for path in evicted_paths(message):
+        try:
+            texts.append(f"Evicted output {path}:\n{await backend.read(path)}")
+        except (OSError, PermissionError):
+            continue
+    return "\n".join(texts)
 
 
 def referenced_paths(messages: Sequence[ModelMessage]) -> list[str]:

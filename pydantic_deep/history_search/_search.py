@@ -18,6 +18,7 @@ from summarization_pydantic_ai._tokens import estimate_text_tokens
 from summarization_pydantic_ai.store import HistoryDatabase, StoredRecord
 
 from ..backends import BackendProtocol
+from ..eviction._content import evicted_text
 from ._database_search import current_store, search_database
 from ._index import Hit, IndexDiscardedError, Pending, SessionIndex, evicted_paths
 from ._text import QueryError, build_fts_query, query_terms
@@ -295,16 +296,10 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
 async def _evicted_texts(records: Sequence[StoredRecord], source: BackendProtocol | None) -> dict[str, str]:
     """The full text of the outputs these records evicted, by message id (an output cleaned up since is skipped:
     the preview in the message is still indexed)."""
-    extras: dict[str, str] = {}
-    for record in records:
-        paths = evicted_paths(record.message)
-        if not paths or source is None:
-            continue
-        texts: list[str] = []
-        for path in paths:
-            try:
-                texts.append(f"Evicted output {path}:\n{await source.read(path)}")
-            except (OSError, PermissionError):
-                continue
-        extras[record.message_id or ""] = "\n".join(texts)
-    return extras
+    if source is None:
+        return {}
+    return {
+        record.message_id or "": await evicted_text(record.message, source)
+        for record in records
+        if evicted_paths(record.message)
+    }

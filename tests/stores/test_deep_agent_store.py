@@ -69,6 +69,53 @@ async def test_sessions_memory_and_search_live_in_one_database(tmp_path: Path, d
     await later.close()
 
 
+def _build_log(needle: str) -> str:
+    """A build log far above the eviction limit, with `needle` only near its end (well past any preview)."""
+    lines = [f"step {i}: compiled module_{i} in {i % 7} ms" for i in range(4_000)]
+    lines[3_900] = f"step 3900: linker warning {needle} in libfoo.so"
+    return "\n".join(lines)
+
+
+def _evict_then_search(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Turn 1 runs the build (a huge output, evicted); turn 2 searches the history for a word deep in that log."""
+    last = messages[-1]
+    assert isinstance(last, ModelRequest)
+    prompt = [p for p in last.parts if p.part_kind == "user-prompt"]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
+    if prompt and "build" in str(prompt[0].content):
+        return ModelResponse([ToolCallPart("run_build", {}, tool_call_id="b1")])
+    if prompt:
+        return ModelResponse([ToolCallPart("search_conversation_history", {"query": "zyxwarning"}, tool_call_id="s1")])
+    assert returns
+    return ModelResponse([TextPart(f"done: {str(returns[0].content)[:600]}")])
+
+
+async def test_history_search_finds_text_deep_in_an_evicted_output(tmp_path: Path, database_url: str) -> None:
+    agent = create_deep_agent(FunctionModel(_evict_then_search), store=database_url, history_search=True)
+
+    @agent.tool_plain
+    def run_build() -> str:  # pyright: ignore[reportUnusedFunction]
+        """Run the build."""
+        return _build_log("zyxwarning")
+
+    deps = DeepAgentDeps(session_id="build-1", base_dir=tmp_path / "base")
+    first = await agent.run("run the build", deps=deps)
+    [preview] = [p for m in first.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert "zyxwarning" not in str(preview.content) and "large_tool_results" in str(preview.content)
+
+    storage = open_storage(database_url)
+    holder = next(m for m in first.all_messages() if any(p is preview for p in m.parts))
+    hits = await storage.history.search("zyxwarning")
+    assert [(h.session_id, h.message_id) for h in hits] == [("build-1", get_message_id(holder))]
+    texts = await storage.history.session("build-1").search_texts()
+    assert list(texts) == [get_message_id(holder)]
+
+    second = await agent.run("any warnings?", deps=deps, message_history=first.all_messages())
+    assert "zyxwarning" in str(second.output)  # the history-search tool found it
+    assert await storage.history.session("build-1").search_texts() == texts  # indexed once, not again
+    await storage.close()
+
+
 def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse([TextPart(f"answer {len(messages)}")])
 
