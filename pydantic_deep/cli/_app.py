@@ -201,10 +201,12 @@ def _quiet_logging(console: Console) -> Generator[None]:
         def emit(self, record: logging.LogRecord) -> None:
             console.print(f"  ({record.getMessage().splitlines()[0]})", style="dim", markup=False, highlight=False)
 
-    loggers = [logging.getLogger(name) for name in ("summarization_pydantic_ai", "pydantic_deep")]
+    # psycopg's pool logs each failed connection attempt while it retries; the error that ends them says it once.
+    levels = {"summarization_pydantic_ai": logging.WARNING, "pydantic_deep": logging.WARNING, "psycopg.pool": 100}
+    loggers = [logging.getLogger(name) for name in levels]
     saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
     for logger in loggers:
-        logger.handlers[:] = [_Handler(logging.WARNING)]
+        logger.handlers[:] = [_Handler(levels[logger.name])]
         logger.propagate = False
     try:
         yield

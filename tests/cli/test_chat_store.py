@@ -18,7 +18,13 @@ from pydantic_deep import SessionManager
 from pydantic_deep.cli import main
 from pydantic_deep.patch import PLACEHOLDER_PROMPT
 from pydantic_deep.storage import open_storage
-from summarization_pydantic_ai import ensure_message_id, get_message_id, validate_history
+from summarization_pydantic_ai import (
+    ensure_message_id,
+    get_message_id,
+    is_summary_message,
+    summary_info,
+    validate_history,
+)
 from summarization_pydantic_ai.store import redact_url
 
 from .conftest import run_cli
@@ -69,33 +75,38 @@ def _check(messages: list[ModelMessage]) -> None:
 def test_new_chat_search_sessions_context_and_resume(
     project: Path, store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = "hello\nread /notes.txt\n/search pool size\n/sessions\n/context\n/cost\n/memory\n/quit\n"
+    script = "hello\nread /notes.txt\nwhat next?\n/compact keep the pool facts\n/search pool size\n"
+    script += "/sessions\n/context\n/cost\n/memory\n/quit\n"
     result = run_cli(["chat", "--model", "test", "--store", store_url], capsys, monkeypatch, stdin=script)
     assert result.status == 0, result.err
     session_id = _saved(result.out)
     assert f"history {redact_url(store_url)} (session {session_id})" in result.out
     records = _records(store_url, session_id)
     _check(records)
-    assert _prompts(records) == ["hello", "read /notes.txt"] and len(records) == 6
+    assert _prompts(records) == ["hello", "read /notes.txt", "what next?"] and len(records) == 9
+    [summary] = [m for m in records if is_summary_message(m)]  # /compact recorded it in the database
+    assert (summary_info(summary) or {}).get("focus") == "keep the pool facts"
+    assert "Every original message stays in " + redact_url(store_url) in result.out
     assert not (project / ".pydantic-deep" / "sessions" / session_id / "messages.json").exists()
     search = result.out.split("› /search pool size", 1)[1].split("› /sessions", 1)[0]
     assert "Matches for 'pool size'" in search and "The pool size is 10." in search  # found in the database
     listing = result.out.split("› /sessions", 1)[1]
     assert f"{session_id}*" in listing and "hello" in listing
     context = result.out.split("› /context", 1)[1]
-    assert "Messages    6 in the working context" in context and f"(session {session_id}) (" in context
-    assert "Session     unknown this session (3 requests" in result.out.split("› /cost", 1)[1]
+    assert "Compactions 1 in this session" in context and f"(session {session_id}) (" in context
+    assert "Session     unknown this session (4 requests" in result.out.split("› /cost", 1)[1]
     assert "Memory is empty (the memory of 'main' in" in result.out
 
     # Resume (the store from the environment this time): the same session, continued in the database.
     monkeypatch.setenv("PYDANTIC_DEEP_STORE", store_url)
     result = run_cli(["chat", "--resume", session_id, "--model", "test"], capsys, monkeypatch, stdin="again\n")
     assert result.status == 0, result.err
-    assert f"session {session_id} (resumed, 6 messages" in result.out and "You said: again" in result.out
+    resumed = re.search(rf"session {session_id} \(resumed, (\d+) messages", result.out)
+    assert resumed and int(resumed.group(1)) < 8 and "You said: again" in result.out  # the compacted context
     after = _records(store_url, session_id)
     _check(after)
-    assert [get_message_id(m) for m in after[:6]] == [get_message_id(m) for m in records]
-    assert len(after) == 8
+    assert [get_message_id(m) for m in after[:9]] == [get_message_id(m) for m in records]
+    assert len(after) == 11
 
 
 def test_fork_checkpoint_and_rewind_in_the_database(
@@ -165,12 +176,24 @@ def test_unknown_sessions_and_an_empty_chat(
     assert not any((project / ".pydantic-deep" / "sessions").iterdir())
 
 
-def test_a_password_never_shows(
+def test_a_password_in_the_url_never_shows(
+    project: Path, postgres_dsn: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = postgres_dsn.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
+    assert "s3cret" in url  # the throwaway server trusts local connections: the password is sent, not needed
+    result = run_cli(["chat", "--model", "test", "--store", url], capsys, monkeypatch, stdin="hello\n/context\n")
+    assert result.status == 0, result.err
+    assert "s3cret" not in result.out + result.err and f"history {redact_url(url)} (session" in result.out
+
+
+@pytest.mark.slow  # the connection pool tries for its 30 s timeout before it gives up
+def test_a_password_never_shows_when_the_server_is_unreachable(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = "postgresql://me:s3cret@127.0.0.1:9/nodb?connect_timeout=1"
     result = run_cli(["chat", "--model", "test", "--store", url], capsys, monkeypatch, stdin="hello\n")
-    assert result.status != 0 and "s3cret" not in result.err + result.out
+    assert result.status == 1 and "s3cret" not in result.err + result.out
+    assert result.err.count("\n") == 1 and "no connection to postgresql://me:***@127.0.0.1:9/nodb" in result.err
 
 
 class _Pipe:

@@ -119,3 +119,21 @@ def test_report_reads_a_database(
     assert "<svg" in out.read_text(encoding="utf-8")
     assert run(["report", "nope", "--store", database, "--out", str(tmp_path / "nope.html")]) != 0
     assert not (tmp_path / "nope.html").exists()
+
+
+def test_session_metadata_travels_with_the_sessions(tmp_path: Path) -> None:
+    """A fork's origin and a session's creation time (session.json in files, a row in a database) are migrated."""
+    import anyio
+
+    from pydantic_deep import SessionManager
+
+    anyio.run(_file_layout, tmp_path / "a")
+    files = SessionManager(tmp_path / "a")
+    fork = anyio.run(lambda: files.fork("alpha", new_id="alpha-copy"))
+    database, back = f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "b"
+    anyio.run(migrate, (tmp_path / "a").as_uri(), database)
+    anyio.run(migrate, database, back.as_uri())
+    for manager in (SessionManager(tmp_path / "elsewhere", store=database), SessionManager(back)):
+        copied = manager.get("alpha-copy")
+        assert (copied.forked_from, copied.created) == (fork.forked_from, fork.created)
+        assert copied.message_count == fork.message_count
