@@ -182,6 +182,13 @@ class HistoryCursor:
             return _change("appended" if n > seen else "unchanged", seen, n)
         return self._classify_slow(messages, common, verify)
 
+    def seen_prefix(self, messages: Sequence[ModelMessage]) -> int:
+        """How many leading messages of `messages` are the very objects last seen, in order: all those the two
+        histories have in common, or 0 when any of them differs (nothing finer is promised). Identity only (no
+        fingerprint: a message mutated in place counts as seen), so cheaper than `peek`."""
+        common = min(len(self._refs), len(messages))
+        return common if self._seen_any and self._prefix_identical(messages, common) else 0
+
     def advance(self, messages: Sequence[ModelMessage], *, verify: bool = False) -> HistoryChange:
         """Classify `messages` (as `peek`) and remember them as the last history."""
         change = self.peek(messages, verify=verify)

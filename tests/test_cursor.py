@@ -213,3 +213,16 @@ def test_reported_change_matches_what_was_done(
             assert list(cursor.messages) == messages
     finally:
         cursor_module._FAST = original_fast
+
+
+def test_seen_prefix_counts_the_same_objects_only(fast: bool) -> None:
+    messages = _history(6)
+    cursor = HistoryCursor()
+    assert cursor.seen_prefix(messages) == 0  # nothing seen yet
+    cursor.advance(messages[:4])
+    assert cursor.seen_prefix(messages) == 4  # the 4 seen, then 2 new
+    assert cursor.seen_prefix(messages[:3]) == 3  # a shorter history: its 3
+    copy = list(messages)
+    copy[1] = _edit(copy[1], "another object")
+    assert cursor.seen_prefix(copy) == 0  # any seen message replaced: nothing is promised
+    assert cursor.seen_prefix([]) == 0

@@ -53,6 +53,7 @@ from ._state import (
     call_callback,
     record_and_count,
     record_new_messages,
+    unseen_from,
 )
 from ._truncate import truncate_output
 
@@ -221,7 +222,8 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         Without a run to keep state in, the instance keeps it: use one instance per conversation in this form."""
         state = self._run or self._plain
         store = self._static_store()
-        messages = await restore_merged_requests(messages, store)
+        if store is not None:  # merged requests can only be among the messages the recording has not seen
+            messages = await restore_merged_requests(messages, store, start=unseen_from(store, messages))
         return await self._process(messages, state, None, None, store)
 
     def _unknown_message(self, message_id: str) -> str | None:

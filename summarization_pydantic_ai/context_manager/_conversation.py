@@ -30,17 +30,20 @@ _TAIL_RECORDS = 32
 requests were left unanswered, so they are among the latest records."""
 
 
-async def restore_merged_requests(messages: list[ModelMessage], store: HistoryStore | None) -> list[ModelMessage]:
+async def restore_merged_requests(
+    messages: list[ModelMessage], store: HistoryStore | None, *, start: int = 0
+) -> list[ModelMessage]:
     """`messages` with every request pydantic-ai merged from recorded requests split back into those requests
     (their ids, their recorded fields, the merged request's part objects, so a reduction made since is kept).
     Parts the store does not hold (e.g. a tool return pydantic-ai synthesized for a call left unanswered) stay
     in a new request: tool results before the recorded requests, other parts after them. Returns `messages`
-    itself when nothing was merged (the usual case: one pass over the history, no store read)."""
+    itself when nothing was merged (the usual case: one pass over the history from `start`, no store read).
+    `start`: where the messages the recording has not seen begin (`unseen_from`); those before it carry ids."""
     if store is None:
         return messages
     merged = [
         (i, m)
-        for i, m in enumerate(messages)
+        for i, m in enumerate(messages[start:] if start else messages, start)
         if isinstance(m, ModelRequest) and len(m.parts) > 1 and get_message_id(m) is None
     ]
     if not merged or not len(store):

@@ -31,6 +31,7 @@ __all__ = [
     "is_reduction",
     "record_and_count",
     "record_new_messages",
+    "unseen_from",
 ]
 
 logger = logging.getLogger("summarization_pydantic_ai")
@@ -138,6 +139,14 @@ class _NoStore:
 
 _NO_STORE = _NoStore()
 _recorded = _RecordedHistories()
+
+
+def unseen_from(store: HistoryStore | None, messages: Sequence[ModelMessage]) -> int:
+    """An index before which every message of `messages` is one the recording saw (the same object), so recorded
+    with its id: 0 for a history it never saw, or one that changed. One identity check of the prefix (the
+    recording's cursor, not moved): a plain call looks for merged requests (new objects pydantic-ai builds) among
+    the new messages only, not the whole history."""
+    return _recorded.cursor_for(store, messages).seen_prefix(messages)
 
 
 async def record_new_messages(

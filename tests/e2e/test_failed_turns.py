@@ -194,3 +194,25 @@ async def test_requests_merged_at_the_start_of_the_history_are_restored(tmp_path
     assert [get_message_id(m) for m in await middleware(repair_messages(history))] == [
         get_message_id(m) for m in history
     ]
+
+
+async def test_a_plain_call_restores_requests_merged_after_the_part_it_has_seen(tmp_path: Path) -> None:
+    """The plain form looks for merged requests among the messages it has not seen (not the whole history at
+    every call): requests merged after a history it saw are still split back."""
+    middleware = middleware_for(tmp_path / "messages.json")
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("hello")]),
+        ModelResponse(parts=[TextPart("hi")]),
+    ]
+    await middleware(history)
+    failed = [ModelRequest(parts=[UserPromptPart(f"try {i}")]) for i in range(2)]
+    for message in failed:
+        ensure_message_id(message)
+    assert middleware.store is not None
+    await middleware.store.append(failed)  # two failed turns, recorded by their runs
+    ids = [get_message_id(m) for m in [*history, *failed]]
+    history += repair_messages(failed)  # the same list, grown by the merge of the two
+    assert len(history) == 3 and get_message_id(history[2]) is None
+    restored = await middleware(history)
+    assert [get_message_id(m) for m in restored] == ids
+    assert validate_history(restored) == [] and len(middleware.store) == 4  # nothing recorded twice
