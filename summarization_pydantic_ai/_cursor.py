@@ -377,6 +377,14 @@ class CursorTable(Generic[_C]):
             self._cursors.pop(next(iter(self._cursors)))
         return cursor
 
+    def find(self, messages: Sequence[ModelMessage]) -> _C | None:
+        """The cursor of the history starting with the very object `messages[0]`, if the table has one; unlike
+        `cursor_for`, the table is left as it is (no recency update, no cursor made or moved)."""
+        if not messages:
+            return None
+        cursor = self._cursors.get(id(messages[0]))
+        return cursor if cursor is not None and cursor.messages and cursor.messages[0] is messages[0] else None
+
     def _by_message_id(self, first: ModelMessage) -> _C | None:
         """The cursor of a history whose first message was replaced by an edited copy (same message id)."""
         message_id = get_message_id(first)

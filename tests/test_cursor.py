@@ -226,3 +226,16 @@ def test_seen_prefix_counts_the_same_objects_only(fast: bool) -> None:
     copy[1] = _edit(copy[1], "another object")
     assert cursor.seen_prefix(copy) == 0  # any seen message replaced: nothing is promised
     assert cursor.seen_prefix([]) == 0
+
+
+def test_cursor_table_find_leaves_the_table_as_it_is() -> None:
+    table = CursorTable(max_size=2)
+    messages = _history(4)
+    assert table.find(messages) is None and len(table) == 0  # nothing made
+    cursor = table.cursor_for(messages)
+    cursor.advance(messages)
+    assert table.find(messages) is cursor and table.find(list(messages)) is cursor  # found by the first object
+    edited = [_edit(messages[0], "an edited copy"), *messages[1:]]
+    assert table.find(edited) is None  # not the same first object: no lookup by id, nothing moved
+    assert table.cursor_for(edited) is cursor  # cursor_for still finds it by the message id
+    assert table.find([]) is None

@@ -127,6 +127,16 @@ class _RecordedHistories:
         except TypeError:  # a store that cannot be weakly referenced or hashed: no memory, a full check each time
             return _recording_cursor()
 
+    def find(self, store: HistoryStore | None, messages: Sequence[ModelMessage]) -> _Tally | None:
+        """The cursor of `messages` if one was made for it (nothing made or moved)."""
+        key = _NO_STORE if store is None else store
+        try:
+            with self._lock:
+                table = self._tables.get(key)
+                return table.find(messages) if table is not None else None
+        except TypeError:
+            return None
+
 
 def _recording_cursor() -> _Tally:
     # Recording never asks for `verify=True`; the counts serve the middleware's token count (`record_and_count`).
@@ -146,7 +156,8 @@ def unseen_from(store: HistoryStore | None, messages: Sequence[ModelMessage]) ->
     with its id: 0 for a history it never saw, or one that changed. One identity check of the prefix (the
     recording's cursor, not moved): a plain call looks for merged requests (new objects pydantic-ai builds) among
     the new messages only, not the whole history."""
-    return _recorded.cursor_for(store, messages).seen_prefix(messages)
+    cursor = _recorded.find(store, messages)
+    return cursor.seen_prefix(messages) if cursor is not None else 0
 
 
 async def record_new_messages(
