@@ -335,3 +335,22 @@ async def test_a_write_meanwhile_at_the_end_of_a_turn_keeps_the_answer_after_the
     finally:
         await writer.close()
         await manager.close()
+
+
+def test_memory_lives_in_the_database(
+    project: Path, store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = "remember pool size is 10\n/memory\n/quit\n"
+    result = run_cli(["chat", "--model", "test", "--store", store_url], capsys, monkeypatch, stdin=script)
+    assert result.status == 0, result.err
+    assert "✎ memory:" in result.out and "pool size is 10" in result.out.split("› /memory", 1)[1]
+
+    async def read() -> str | None:
+        storage = open_storage(store_url)
+        try:
+            return await storage.memory.read("main")
+        finally:
+            await storage.close()
+
+    assert "pool size is 10" in (anyio.run(read) or "")
+    assert not list(project.glob(".pydantic-deep/*/MEMORY.md"))  # not in the file layout
