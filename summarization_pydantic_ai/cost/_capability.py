@@ -17,6 +17,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.usage import RequestUsage
 
 from .._events import BudgetExceeded, BudgetWarningIssued, CallbackFailed, CostRecorded, EventCallback, emit_event
+from .._messages import get_message_id
 from .._tokens import count_tokens_approximately
 from ..store import HistoryStore, ensure_message_id
 from ._budget import BudgetExceededError, Limit, NextRequest, amount_text, estimate_next, limits_of
@@ -135,7 +136,7 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
             response.metadata = {**(response.metadata or {}), REQUEST_KIND_KEY: kind}
         # Its id now (the context manager, whose hook runs after this one, keeps it): the ledgers know the
         # response by it, so the next run does not price its record again.
-        ensure_message_id(response)
+        state.produced.append(ensure_message_id(response))
         priced = state.run.add_response(response, kind, price_as=self.price_as)
         state.session.add_response(response, kind, price_as=self.price_as)
         state.requests += 1
@@ -154,7 +155,8 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
         state = self._state
         if state.started:  # the next run of the session starts from this one's totals
-            self._shared.seeds.finish(self._store(ctx), state.seed, state.session, result.all_messages())
+            messages = result.all_messages()
+            self._shared.seeds.finish(self._store(ctx), state.seed, state.session, messages, state.produced)
         totals = state.run.totals()
         span = trace.get_current_span()
         if span.is_recording():
@@ -196,6 +198,8 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         change = state.cursor.advance(ctx.messages)
         new = [*(ctx.messages[i] for i in change.edited), *ctx.messages[change.start :]]
         for summary in summaries_in(new):
+            if (summary_id := get_message_id(summary)) is not None:
+                state.produced.append(summary_id)
             state.session.add_summary(summary)
             for priced in state.run.add_summary(summary):
                 await self._report(priced, state)

@@ -4,7 +4,8 @@ Pricing a response (genai-prices) is the costly part of reading a session's tota
 used to price the whole history again at its first request. One `CostTrackingMiddleware` instance keeps, per
 session, the ledger of what it has priced: per history store, the ledger of its first N records (with the id of
 the N-th, to notice a store rewritten since); without a store, the ledger of the latest history a run was given
-(with a `HistoryCursor` over it); a completed run adds the requests it priced as they came. A later run of the
+(with a `HistoryCursor` over it); a completed run adds the requests it priced as they came (with their ids, which
+must still be in the store). A later run of the
 session prices only the records added since and not priced yet; a store or a history that does not continue the
 cached one is priced from scratch.
 """
@@ -33,6 +34,8 @@ class _StoreSeed:
     also that run's requests (recorded after them: recognised by their ids, not priced again)."""
     records: int
     last_id: str | None
+    produced: tuple[str, ...] = ()
+    """The ids of the run's requests in `ledger` (responses, summaries): all must still be in the store."""
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,15 @@ class SessionSeeds:
         return ledger, token
 
     def finish(
-        self, store: HistoryStore | None, token: object, ledger: CostLedger, messages: Sequence[ModelMessage]
+        self,
+        store: HistoryStore | None,
+        token: object,
+        ledger: CostLedger,
+        messages: Sequence[ModelMessage],
+        produced: Sequence[str],
     ) -> None:
-        """A completed run's session ledger (its requests priced as they came) becomes the seed, unless another
-        run of the session has started since (its seed stays: it holds more records)."""
+        """A completed run's session ledger (its requests priced as they came: `produced`, by message id) becomes
+        the seed, unless another run of the session has started since (its seed stays: it holds more records)."""
         with self._lock:
             if store is None:
                 if isinstance(token, _HistorySeed) and self._history is token:
@@ -96,7 +104,7 @@ class SessionSeeds:
                     self._history = _HistorySeed(token.cursor, ledger.copy())
                 return
         if isinstance(token, _StoreSeed) and self._seed_of(store) is token:
-            self._keep(store, replace(token, ledger=ledger.copy()))
+            self._keep(store, replace(token, ledger=ledger.copy(), produced=tuple(produced)))
 
     def _seed_of(self, store: HistoryStore) -> _StoreSeed | None:
         try:
@@ -118,10 +126,10 @@ async def _continued(
 ) -> tuple[CostLedger | None, list[ModelMessage] | None]:
     """A copy of the seed's ledger and the records added since it, or `(None, None)` when the store no longer
     starts with the seed's records (fewer records, or another message at the seed's last place)."""
+    if total < seed.records or not all(message_id in store for message_id in seed.produced):
+        return None, None  # e.g. rewound since: what the seed counted is no longer all there
     if seed.records == 0:
         return seed.ledger.copy(), (await store.read(limit=total)).messages if total else []
-    if total < seed.records:
-        return None, None
     page = (await store.read(offset=seed.records - 1, limit=total - seed.records + 1)).messages
     if not page or get_message_id(page[0]) != seed.last_id:
         return None, None

@@ -35,6 +35,8 @@ class RunCost:
     """Where the run's history was looked at for new summaries."""
     seed: object = None
     """What the session's ledger was seeded from (`SessionSeeds`), to hand the ledger back at the run's end."""
+    produced: list[str] = field(default_factory=list[str])
+    """The ids of the requests the run priced as they came (responses, summaries)."""
 
 
 @dataclass

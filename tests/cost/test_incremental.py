@@ -142,3 +142,23 @@ async def test_a_failed_run_leaves_the_totals_exact(tmp_path: Path) -> None:
     await agent.run("read file 2", message_history=await store.load())
     assert cost.totals == session_costs(await store.load_all())
     assert cost.totals is not None and cost.totals.agent.requests == reader.calls + failing.calls
+
+
+async def test_a_run_rewound_away_is_not_counted(tmp_path: Path) -> None:
+    """The store is cut back to the start of the second run (its prompt kept, its requests gone): the totals
+    count what the store holds, not the second run's requests the middleware priced as they came."""
+    database = open_database(f"sqlite:///{tmp_path / 'h.db'}")
+    store = database.session("s")
+    manager = ContextManagerMiddleware(history_store=store, max_tokens=100_000, summarization_model=None)
+    cost = CostTrackingMiddleware(context_manager=manager)
+    agent = make_agent(Reader(), [manager, cost])
+    first = (await agent.run("one")).all_messages()
+    second = (await agent.run("two", message_history=first)).all_messages()
+    kept = second[: len(first) + 1]  # up to the second run's prompt
+
+    await database.delete_session("s")
+    await store.load()
+    await store.append(kept)
+    await agent.run("three", message_history=kept)
+    assert cost.totals == session_costs(await store.load_all())
+    await database.close()
