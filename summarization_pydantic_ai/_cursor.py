@@ -131,6 +131,11 @@ class HistoryCursor:
 
     __slots__ = ("_fingerprint_all", "_fingerprints", "_items_of", "_refs", "_refs_items", "_seen_any")
 
+    _fingerprint_of: Callable[[ModelMessage], _Fingerprint] = staticmethod(_fingerprint)
+    """What an in-place mutation is judged by. A consumer that reads only some messages may look at less: a
+    subclass can return one constant for the messages it never reads (an in-place edit of one of those then
+    needs no new visit)."""
+
     def __init__(self, *, fingerprint_all: bool = True) -> None:
         self._seen_any = False
         self._fingerprint_all = fingerprint_all
@@ -193,14 +198,14 @@ class HistoryCursor:
             # The usual case: nothing to drop or replace, every new message gets its fingerprint.
             new = messages[change.start :]
             self._refs += new
-            self._fingerprints += map(_fingerprint, new)
+            self._fingerprints += map(self._fingerprint_of, new)
             return
         keep = change.start if kind == "replaced" else len(self._refs)
         del self._refs[keep:]
         del self._fingerprints[keep:]
         for i in change.edited:
             self._refs[i] = messages[i]
-            self._fingerprints[i] = _fingerprint(messages[i])
+            self._fingerprints[i] = self._fingerprint_of(messages[i])
         new = list(messages[keep:])
         self._refs.extend(new)
         # Without `fingerprint_all`, only the new messages that end up in the checked tail get one.
@@ -208,7 +213,7 @@ class HistoryCursor:
         if untracked:
             self._fingerprints.extend([None] * untracked)
             new = new[untracked:]
-        self._fingerprints.extend(map(_fingerprint, new))
+        self._fingerprints.extend(map(self._fingerprint_of, new))
 
     def _prefix_identical(self, messages: Sequence[ModelMessage], common: int) -> bool:
         if not common:
@@ -226,7 +231,7 @@ class HistoryCursor:
 
     def _mutated(self, messages: Sequence[ModelMessage], start: int, stop: int) -> tuple[int, ...]:
         fingerprints = self._fingerprints
-        now = list(map(_fingerprint, messages[start:stop]))
+        now = list(map(self._fingerprint_of, messages[start:stop]))
         # One list comparison in C (identity first, item by item) when nothing changed, the usual case.
         # A missing fingerprint (`fingerprint_all=False`) compares unequal: the message is looked at again.
         if now == fingerprints[start:stop]:
@@ -235,23 +240,23 @@ class HistoryCursor:
 
     def _classify_slow(self, messages: Sequence[ModelMessage], common: int, verify: bool) -> HistoryChange:
         """Some message in the common prefix is a different object: find out which and why."""
-        refs, fingerprints = self._refs, self._fingerprints
+        refs, fingerprints, fingerprint_of = self._refs, self._fingerprints, self._fingerprint_of
         seen, n = len(refs), len(messages)
         tail_from = 0 if verify else max(0, common - _TAIL)
         edited: list[int] = []
         for i in range(common):
             new, old = messages[i], refs[i]
             if new is old:
-                if i >= tail_from and not _same_fingerprint(_fingerprint(new), fingerprints[i]):
+                if i >= tail_from and not _same_fingerprint(fingerprint_of(new), fingerprints[i]):
                     edited.append(i)
                 continue
             old_id = get_message_id(old)
             if old_id is None or get_message_id(new) != old_id:
                 return _change("replaced", edited[0] if edited else i, n)  # id changed: a new history
-            if not _same_fingerprint(_fingerprint(new), fingerprints[i]) and new != old:
+            if not _same_fingerprint(fingerprint_of(new), fingerprints[i]) and new != old:
                 edited.append(i)
             else:  # an equal copy: nothing to report, but remember the new object
-                refs[i], fingerprints[i] = new, _fingerprint(new)
+                refs[i], fingerprints[i] = new, fingerprint_of(new)
         if n < seen:
             return _change("replaced", edited[0] if edited else n, n)
         if not edited:

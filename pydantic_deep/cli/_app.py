@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from rich.console import Console
 
 from summarization_pydantic_ai import HistoryStoreError, HistoryStoreLockedError, InvalidSessionIdError
-from summarization_pydantic_ai.store import file_path, redact_url, store_kind
+from summarization_pydantic_ai.store import file_path, store_kind
 
 from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..sessions import ForkPointError, MessageNotFoundError, SessionExistsError, SessionNotFoundError
@@ -171,12 +171,12 @@ async def _dispatch_store(args: argparse.Namespace, url: str, console: Console) 
 
     command: str = args.command
     if command == "chat":
-        raise CliError(
-            f"pydantic-deep chat keeps its sessions in files (--session-dir, or --store file:///DIR), not in "
-            f"{redact_url(url)}; chat there, then copy the sessions with pydantic-deep migrate --from file:///DIR "
-            f"--to URL (sessions, show, search, export and report read them from the database)",
-            EXIT_USAGE,
+        from ._chat import ChatOptions, chat
+
+        options = ChatOptions(
+            args.model, args.resume, args.fork, args.session_dir, args.workdir, args.max_cost, store=url
         )
+        return await chat(options, console)
     if command == "report":
         return await stored.report_stored(url, args.id, args.out, console)
     if command == "sessions":
@@ -201,10 +201,12 @@ def _quiet_logging(console: Console) -> Generator[None]:
         def emit(self, record: logging.LogRecord) -> None:
             console.print(f"  ({record.getMessage().splitlines()[0]})", style="dim", markup=False, highlight=False)
 
-    loggers = [logging.getLogger(name) for name in ("summarization_pydantic_ai", "pydantic_deep")]
+    # psycopg's pool logs each failed connection attempt while it retries; the error that ends them says it once.
+    levels = {"summarization_pydantic_ai": logging.WARNING, "pydantic_deep": logging.WARNING, "psycopg.pool": 100}
+    loggers = [logging.getLogger(name) for name in levels]
     saved = [(logger.handlers[:], logger.propagate) for logger in loggers]
     for logger in loggers:
-        logger.handlers[:] = [_Handler(logging.WARNING)]
+        logger.handlers[:] = [_Handler(levels[logger.name])]
         logger.propagate = False
     try:
         yield

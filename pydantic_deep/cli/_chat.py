@@ -12,10 +12,11 @@ from pathlib import Path
 from rich.console import Console
 
 from ..sessions import SessionManager
+from ..storage import Storage, open_storage
 from ._errors import EXIT_ERROR, EXIT_USAGE, CliError
 from ._models import ResolvedModel, probe, resolve_model
 from ._slash import QUIT, handle_slash
-from ._state import ChatState, existing_session
+from ._state import ChatState, existing_session, existing_stored_session
 from ._turn import Interrupted, run_cancellable, run_turn
 from ._ui import Ui
 
@@ -33,6 +34,8 @@ class ChatOptions:
     workdir: Path
     max_cost: Decimal | None = None
     """`--max-cost`: the session's budget in US dollars."""
+    store: str | None = None
+    """`--store` (or `$PYDANTIC_DEEP_STORE`): a database URL; `None`: the files under `session_dir`."""
 
 
 def _check_workdir(workdir: Path) -> Path:
@@ -41,27 +44,31 @@ def _check_workdir(workdir: Path) -> Path:
     return workdir.resolve()
 
 
-async def _open(options: ChatOptions, resolved: ResolvedModel, ui: Ui) -> ChatState:
-    """Everything checked before anything is written: the session id, its file, then (for --fork) the copy."""
-    manager = SessionManager(base_dir=options.session_dir)
+async def _open(
+    options: ChatOptions, manager: SessionManager, writer: Storage | None, resolved: ResolvedModel, ui: Ui
+) -> ChatState:
+    """Everything checked before anything is written: the session id, its history, then (for --fork) the copy."""
     workdir = _check_workdir(options.workdir)
     if options.resume is None:
         if options.fork:
             raise CliError("--fork needs --resume ID (the session to fork)", EXIT_USAGE)
-        return ChatState(manager, resolved, workdir, ui, max_cost=options.max_cost)
-    info = existing_session(manager, options.resume)
+        return await ChatState.start(manager, resolved, workdir, ui, writer=writer, max_cost=options.max_cost)
+    if writer is None:
+        info = existing_session(manager, options.resume)
+    else:
+        info = await existing_stored_session(manager, options.resume)
     if options.fork:
         source = info.id
         info = await manager.fork(source)
         ui.line(f"Forked {source} → {info.id} ({info.message_count} messages).")
-    return await ChatState.resume(manager, resolved, workdir, ui, info.id, max_cost=options.max_cost)
+    return await ChatState.resume(manager, resolved, workdir, ui, info.id, writer=writer, max_cost=options.max_cost)
 
 
 def _banner(state: ChatState) -> None:
     ui = state.ui
     what = "new" if state.new else f"resumed, {len(state.history)} messages in the working context"
     ui.line(f"pydantic-deep chat · model {state.resolved.name} · session {state.id} ({what})", style="bold")
-    ui.line(f"workdir {state.workdir} · history {state.messages_path} · /help for commands", style="dim")
+    ui.line(f"workdir {state.workdir} · history {state.where} · /help for commands", style="dim")
 
 
 def _line_reader(console: Console) -> Callable[[], Awaitable[str | None]]:
@@ -116,8 +123,9 @@ async def _loop(state: ChatState, read: Callable[[], Awaitable[str | None]]) -> 
             state.ui.line(f"✗ {outcome.error} (your message is kept; try again, or /quit)", style="red")
         if state.measured and state.middleware.usage is not None:
             state.ui.line(state.ui.context_summary(state.middleware.usage))
-    if state.close():
-        state.ui.line(f"Session {state.id} saved. Resume: pydantic-deep chat --resume {state.id}")
+    if await state.close():
+        store = f" --store {state.writer.url}" if state.writer is not None else ""
+        state.ui.line(f"Session {state.id} saved. Resume: pydantic-deep chat --resume {state.id}{store}")
     return EXIT_ERROR if failures and not sys.stdin.isatty() else 0
 
 
@@ -125,6 +133,14 @@ async def chat(options: ChatOptions, console: Console) -> int:
     resolved = resolve_model(options.model)
     await asyncio.to_thread(probe, resolved)
     ui = Ui(console)
-    state = await _open(options, resolved, ui)
-    _banner(state)
-    return await _loop(state, _line_reader(console))
+    # On a database: the manager's handle lists, forks and reads; the chat records through a handle of its own.
+    manager = SessionManager(base_dir=options.session_dir, store=options.store)
+    writer = open_storage(options.store) if manager.storage is not None and options.store else None
+    try:
+        state = await _open(options, manager, writer, resolved, ui)
+        _banner(state)
+        return await _loop(state, _line_reader(console))
+    finally:
+        if writer is not None:
+            await writer.close()
+        await manager.close()

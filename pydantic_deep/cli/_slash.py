@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio.to_thread
 from rich.text import Text
 
 from summarization_pydantic_ai import (
@@ -18,6 +19,7 @@ from summarization_pydantic_ai import (
     resolve_max_tokens,
     summary_part,
 )
+from summarization_pydantic_ai.store import SearchQueryError
 
 from ..checkpoints import CheckpointNotFoundError, InvalidCheckpointIdError
 from ..history_search import HistoryArchiveSearch, QueryError
@@ -81,13 +83,13 @@ async def _compact(state: ChatState, arg: str) -> None:
         ui.line("The summary model failed: this summary is a deterministic extract (trimmed), not an LLM summary.")
     elif event.summarizer == "deterministic":
         ui.line("No LLM summary with this model: the deterministic summarizer extracted it (no model call).")
-    ui.line(f"Every original message stays in {state.messages_path} (/search finds them).", style="dim")
+    ui.line(f"Every original message stays in {state.where} (/search finds them).", style="dim")
 
 
 _ESTIMATED = " (messages only, estimated: measured with instructions and tools at the next request)"
 
 
-def context_report(state: ChatState) -> list[Text | str]:
+async def context_report(state: ChatState) -> list[Text | str]:
     """The lines of `/context`."""
     usage = state.middleware.usage if state.measured else None
     estimated = usage is None
@@ -101,17 +103,20 @@ def context_report(state: ChatState) -> list[Text | str]:
             0,
             None,
         )
-    path = state.messages_path
-    size = path.stat().st_size if path.is_file() else None
-    compactions = state.info().compactions
+    info = await state.describe()
+    if state.writer is None:
+        path = state.messages_path
+        size = path.stat().st_size if path.is_file() else None
+    else:
+        size = info.size_bytes
     return [
         Text("Context  ").append(usage_bar(usage.tokens, usage.max_tokens, usage.threshold)),
         f"Tokens      ~{usage.tokens:,} / {usage.max_tokens:,}" + (_ESTIMATED if estimated else ""),
         f"Threshold   {usage.threshold:.0%} (compaction at ~{usage.threshold_tokens:,} tokens)",
         f"Messages    {len(state.history)} in the working context",
-        f"Compactions {compactions} in this session",
-        f"Cost        {_cost_line(state.session_cost())}",
-        f"History     {path} ({format_bytes(size)})",
+        f"Compactions {info.compactions} in this session",
+        f"Cost        {_cost_line(info.cost)}",
+        f"History     {state.where} ({format_bytes(size)})",
         f"Session     {state.id}",
         *_metrics_lines(state),
     ]
@@ -124,9 +129,9 @@ def _cost_line(totals: CostTotals) -> str:
     return f"{format_cost(total)} this session ({total.requests:,} requests, {total.total_tokens:,} tokens)"
 
 
-def cost_report(state: ChatState) -> list[str]:
-    """The lines of `/cost`: the session's spend by kind (from its history file), the last turn, the budget."""
-    totals = state.session_cost()
+async def cost_report(state: ChatState) -> list[str]:
+    """The lines of `/cost`: the session's spend by kind (from its history), the last turn, the budget."""
+    totals = await state.session_cost()
     lines = [f"Session     {_cost_line(totals)}"]
     for label, spend in (
         ("Agent", totals.agent),
@@ -157,7 +162,7 @@ def cost_report(state: ChatState) -> list[str]:
 
 
 async def _cost(state: ChatState, arg: str) -> None:
-    for line in cost_report(state):
+    for line in await cost_report(state):
         state.ui.line(line)
 
 
@@ -170,18 +175,23 @@ def _metrics_lines(state: ChatState) -> list[Text | str]:
 
 
 async def _context(state: ChatState, arg: str) -> None:
-    for line in context_report(state):
+    for line in await context_report(state):
         state.ui.line(line)
 
 
 async def _memory(state: ChatState, arg: str) -> None:
-    directory = state.deps.memory_dir
-    path = Path(directory or ".") / "MEMORY.md"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    storage = state.manager.storage
+    if storage is None:
+        path = Path(state.deps.memory_dir or ".") / "MEMORY.md"
+        where = str(path)
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    else:
+        where = f"the memory of {state.deps.agent_name!r} in {storage.url}"
+        text = await storage.memory.read(state.deps.agent_name) or ""
     if not text.strip():
-        state.ui.line(f"Memory is empty ({path} is written when the agent calls write_memory).")
+        state.ui.line(f"Memory is empty ({where} is written when the agent calls write_memory).")
         return
-    state.ui.line(f"{path}:", style="bold")
+    state.ui.line(f"{where}:", style="bold")
     state.ui.line(text.rstrip())
 
 
@@ -189,20 +199,24 @@ async def _search(state: ChatState, arg: str) -> None:
     if not arg.strip():
         state.ui.line("Usage: /search QUERY")
         return
-    if not state.messages_path.is_file():
+    if not await state.recorded():
         state.ui.line("Nothing to search yet.")
         return
-    search = HistoryArchiveSearch(messages_path=state.messages_path, backend=state.deps.backend)
+    storage = state.manager.storage
+    if storage is None:
+        search = HistoryArchiveSearch(messages_path=state.messages_path, backend=state.deps.backend)
+    else:
+        search = HistoryArchiveSearch(database=storage.history)
     try:
-        result = await search.search(arg.strip())
-    except QueryError as exc:
+        result = await search.search(arg.strip(), session=None if storage is None else state.id)
+    except (QueryError, SearchQueryError) as exc:
         state.ui.line(f"Bad query: {exc}")
         return
     state.ui.line(result.text)
 
 
 async def _sessions(state: ChatState, arg: str) -> None:
-    state.ui.console.print(sessions_table(state.manager.list(), current=state.id))
+    state.ui.console.print(sessions_table(await state.manager.list_async(), current=state.id))
 
 
 async def _fork(state: ChatState, arg: str) -> None:
@@ -235,15 +249,19 @@ async def _checkpoint(state: ChatState, arg: str) -> None:
     )
 
 
-async def _rewind(state: ChatState, arg: str) -> None:
+async def _checkpoints(state: ChatState, arg: str) -> None:
     store = state.checkpoints.checkpoint_store
-    listed = store.list() if store is not None else []
+    listed = await anyio.to_thread.run_sync(store.list) if store is not None else []
+    if not listed:
+        state.ui.line("No checkpoints yet: every turn makes one, /checkpoint [name] a named one.")
+        return
+    state.ui.console.print(checkpoints_table(listed))
+    state.ui.line("Usage: /rewind ID", style="dim")
+
+
+async def _rewind(state: ChatState, arg: str) -> None:
     if not arg.strip():
-        if not listed:
-            state.ui.line("No checkpoints yet: every turn makes one, /checkpoint [name] a named one.")
-            return
-        state.ui.console.print(checkpoints_table(listed))
-        state.ui.line("Usage: /rewind ID", style="dim")
+        await _checkpoints(state, arg)
         return
     old = state.id
     try:  # a fork at the checkpoint's message: the original session keeps what came after
@@ -267,6 +285,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/sessions": (_sessions, "list the sessions"),
     "/fork [MESSAGE_ID]": (_fork, "continue in a copy of this session (up to a message; default: all)"),
     "/checkpoint [name]": (_checkpoint, "save a named checkpoint of the conversation"),
+    "/checkpoints": (_checkpoints, "list this session's checkpoints"),
     "/rewind [ID]": (_rewind, "continue from a checkpoint, in a new session (no ID: list them)"),
     "/help": (_help, "this list"),
     "/quit": (_quit, "leave (the session is saved; resume with --resume ID)"),

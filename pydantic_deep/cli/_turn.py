@@ -10,10 +10,16 @@ from typing import Any, TypeVar
 
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelAPIError, UsageLimitExceeded, UserError
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
 from pydantic_ai.run import AgentRun
 
-from summarization_pydantic_ai import BudgetExceededError, HistoryStoreError, ensure_message_id
+from summarization_pydantic_ai import (
+    BudgetExceededError,
+    HistoryStoreConflictError,
+    HistoryStoreError,
+    ensure_message_id,
+    get_message_id,
+)
 from summarization_pydantic_ai.cost import amount_text
 
 from ._state import ChatState
@@ -54,7 +60,7 @@ def keep_cancelled_turn(before: list[ModelMessage], run: list[ModelMessage], pro
 async def _record(state: ChatState, messages: Sequence[ModelMessage]) -> None:
     """Append what a cancelled run had not recorded yet (the middleware records at the next request or at the
     end of a run, neither of which came)."""
-    store = state.middleware.store_for(state.messages_path)
+    store = state.history_store
     new = [message for message in messages if ensure_message_id(message) not in store]
     if new:
         await store.append(new)
@@ -90,8 +96,10 @@ def _describe_error(state: ChatState, exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
-async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
-    """Run one turn; the history in `state` ends with it (complete, or cancelled with the user's message kept)."""
+async def run_turn(state: ChatState, prompt: str, *, retried: bool = False) -> TurnOutcome:
+    """Run one turn; the history in `state` ends with it (complete, or cancelled with the user's message kept).
+    When another worker appended to the session meanwhile (a database store), the chat reloads it and runs the
+    turn again on top of theirs (`retried`: once)."""
     before = list(state.history)
     runs: list[AgentRun[Any, Any]] = []
     try:
@@ -100,17 +108,53 @@ async def run_turn(state: ChatState, prompt: str) -> TurnOutcome:
         return TurnOutcome("done")
     except Interrupted:
         outcome = TurnOutcome("cancelled")
+    except HistoryStoreConflictError:
+        outcome = None
     except Exception as exc:
         outcome = TurnOutcome("failed", _describe_error(state, exc))
     finally:
         state.ui.idle()
         state.ui.end_line()
+    if outcome is None:
+        return await _after_conflict(state, before, runs[0].all_messages() if runs else [], prompt, retried=retried)
     state.history = keep_cancelled_turn(before, runs[0].all_messages() if runs else [], prompt)
     try:
         await _record(state, state.history)
     except HistoryStoreError as exc:  # e.g. the file is locked by another chat: the history stays in memory
         return TurnOutcome(outcome.status, f"{outcome.error or 'cancelled'}; not saved: {exc}".splitlines()[0])
     return outcome
+
+
+async def _after_conflict(
+    state: ChatState, before: list[ModelMessage], run: list[ModelMessage], prompt: str, *, retried: bool
+) -> TurnOutcome:
+    """Another writer appended to the session since the chat read it, and this turn's append was refused (nothing
+    of it written). Reload; with no answer yet, send the message again on top of theirs; else keep what this
+    turn got after theirs (recorded now), so nothing is lost and nothing recorded twice."""
+    known = {id(m) for m in before}
+    mine = [m for m in run if id(m) not in known]
+    reloaded = await state.load()
+    recorded = {get_message_id(m) for m in reloaded}
+    theirs = len(recorded - {get_message_id(m) for m in [*before, *mine]})
+    state.history, state.measured = reloaded, False
+    note = f"another writer added {theirs} message(s) to session {state.id} meanwhile; reloaded"
+    answered = any(isinstance(m, ModelResponse) for m in mine)
+    if not retried and not answered and not any(get_message_id(m) in recorded for m in mine):
+        state.ui.line(f"↻ {note}: your message is sent again, after theirs.", style="yellow")
+        return await run_turn(state, prompt, retried=True)
+    # This turn's messages the database does not hold yet, after theirs (its prompt may be recorded before theirs).
+    state.history = [*reloaded, *(m for m in mine if get_message_id(m) not in recorded)]
+    if not mine:
+        state.history.append(ModelRequest(parts=[UserPromptPart(prompt)]))
+    try:
+        await _record(state, state.history)
+    except HistoryStoreError as exc:
+        return TurnOutcome("failed", f"{note}; this turn is not saved: {exc}".splitlines()[0])
+    last = mine[-1] if mine else None
+    if isinstance(last, ModelResponse) and not last.tool_calls:  # the answer was complete: only its record waited
+        state.ui.line(f"↻ {note}: this turn is recorded after theirs.", style="yellow")
+        return TurnOutcome("done")
+    return TurnOutcome("failed", f"{note}: this turn's messages so far are kept after theirs")
 
 
 async def run_cancellable(work: Awaitable[T]) -> T:

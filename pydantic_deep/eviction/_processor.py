@@ -52,9 +52,27 @@ _DEFAULT_POLICY = EvictionPolicy()
 """What `policy_for` returns when no policy matches (frozen, so one instance serves every call)."""
 
 
+_UNREAD: tuple[object, ...] = ()
+"""The fingerprint of every response for the eviction cursor (never `None`: that marks "not fingerprinted")."""
+
+
+class _RequestCursor(HistoryCursor):
+    """A `HistoryCursor` that judges in-place edits by requests only: eviction reads nothing in a response (tool
+    outputs live in requests), so a response edited in place needs no new visit, and its fingerprint (half the
+    tail check of every request) is not taken."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _fingerprint_of(
+        message: ModelMessage, _of_request: Callable[[ModelMessage], tuple[object, ...]] = HistoryCursor._fingerprint_of
+    ) -> tuple[object, ...]:
+        return _UNREAD if message.__class__ is ModelResponse else _of_request(message)
+
+
 @dataclass
 class _RunState:
-    cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False))
+    cursor: HistoryCursor = field(default_factory=lambda: _RequestCursor(fingerprint_all=False))
     """The history as it was after the previous request: only what changed since is examined (never with
     `verify=True`, so only the checked tail is fingerprinted)."""
     pending: dict[str, int] = field(default_factory=dict[str, int])

@@ -1,8 +1,8 @@
 """The sessions of a database `Storage` (SQLite, PostgreSQL), for `SessionManager(store=...)`.
 
-Histories (every record, versions, summaries, search texts) and checkpoints are in the database, where every
-host sees them. What is not history stays in `<base_dir>/sessions/<id>/` on the host that wrote it: evicted tool
-outputs, plans, and `session.json` (creation time, where a fork comes from).
+Histories (every record, versions, summaries, search texts), checkpoints and the sessions' metadata (creation time,
+where a fork comes from: `Storage.session_metadata`) are in the database, where every host sees them. What is not
+history stays in `<base_dir>/sessions/<id>/` on the host that wrote it: evicted tool outputs and plans.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class DatabaseSessions:
         return self.sessions_dir / validate_session_id(session_id)
 
     async def exists(self, session_id: str) -> bool:
-        """A session holds records in the database, or was created (or forked) on this host and not run yet."""
-        if (self.folder(session_id) / METADATA_FILE).is_file():
+        """A session holds records in the database, or was created (or forked) and not run yet."""
+        if await self._metadata(session_id):
             return True
         return any(s.session_id == session_id for s in await self.storage.history.sessions())
 
@@ -61,7 +61,7 @@ class DatabaseSessions:
 
     async def list(self) -> list[SessionInfo]:
         summaries = {s.session_id: s for s in await self.storage.history.sessions()}
-        local = await anyio.to_thread.run_sync(self._local_ids)
+        local = await anyio.to_thread.run_sync(self._metadata_ids)
         infos = [await self._describe(i, summaries.get(i)) for i in sorted(summaries.keys() | local)]
         infos.sort(key=lambda info: info.last_active, reverse=True)
         return infos
@@ -87,8 +87,7 @@ class DatabaseSessions:
     async def create(self, session_id: str) -> SessionInfo:
         validate_session_id(session_id)
         await self._refuse_existing(session_id)
-        folder = new_folder(self.sessions_dir, session_id, self.where)
-        write_metadata(folder, {"id": session_id, "created": now()})
+        await self._new_session(session_id, {"id": session_id, "created": now()})
         return await self._describe(session_id, None)
 
     async def fork(self, session_id: str, at_message_id: str | None, new_id: str) -> SessionInfo:
@@ -104,16 +103,15 @@ class DatabaseSessions:
         versions = [m for m in await source.load_versions() if get_message_id(m) in kept]
         texts = {k: v for k, v in (await source.search_texts()).items() if k in kept}
         await self._refuse_existing(new_id)
-        target = new_folder(self.sessions_dir, new_id, self.where)
         point = at_message_id or (get_message_id(records[-1]) if records else None)
+        target = await self._new_session(
+            new_id, {"id": new_id, "created": now(), "forked_from": f"{session_id}@{point or ''}"}
+        )
         try:
-            metadata = {"id": new_id, "created": now(), "forked_from": f"{session_id}@{point or ''}"}
-            write_metadata(target, metadata)
             await anyio.to_thread.run_sync(copy_side_dirs, self.folder(session_id), target)
             await _copy_records(self.storage, new_id, versions, texts)
         except BaseException:
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(target, ignore_errors=True))
-            await self.storage.history.delete_session(new_id)  # nothing half-made is left behind
+            await self._remove(new_id)  # nothing half-made is left behind
             raise
         return await self.get(new_id)
 
@@ -125,17 +123,7 @@ class DatabaseSessions:
     async def delete(self, session_id: str) -> None:
         """The session's records, search texts and checkpoints in the database, and its folder on this host."""
         await self.require(session_id)
-        await self.storage.history.delete_session(session_id)
-        checkpoints = self.storage.checkpoints(session_id)
-
-        def remove() -> None:
-            for checkpoint in checkpoints.list():
-                checkpoints.delete(checkpoint.id)
-            folder = self.folder(session_id)
-            if folder.is_dir() and not folder.is_symlink():
-                shutil.rmtree(folder)
-
-        await anyio.to_thread.run_sync(remove)
+        await self._remove(session_id)
 
     # -- internals ------------------------------------------------------------------------------------------------
 
@@ -146,18 +134,57 @@ class DatabaseSessions:
         if await self.exists(session_id):
             raise SessionExistsError(f"a session {session_id!r} exists already in {self.where}")
 
-    def _local_ids(self) -> set[str]:
-        """Sessions created or forked on this host that have no record yet (their `session.json`)."""
+    async def _new_session(self, session_id: str, metadata: dict[str, str]) -> Path:
+        """Record the new session's metadata (one winner when two hosts create one id) and make its folder here."""
+        store = self.storage.session_metadata
+        if store is None:
+            folder = new_folder(self.sessions_dir, session_id, self.where)
+            write_metadata(folder, metadata)
+            return folder
+        if not await anyio.to_thread.run_sync(store.create, session_id, metadata):
+            raise SessionExistsError(f"a session {session_id!r} exists already in {self.where}")
+        folder = self.folder(session_id)
+        await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
+        return folder
+
+    async def _remove(self, session_id: str) -> None:
+        """The session's records, search texts, checkpoints and metadata, and its folder on this host."""
+        await self.storage.history.delete_session(session_id)
+        checkpoints, metadata = self.storage.checkpoints(session_id), self.storage.session_metadata
+
+        def remove() -> None:
+            for checkpoint in checkpoints.list():
+                checkpoints.delete(checkpoint.id)
+            if metadata is not None:
+                metadata.delete(session_id)
+            folder = self.folder(session_id)
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder)
+
+        await anyio.to_thread.run_sync(remove)
+
+    async def _metadata(self, session_id: str) -> dict[str, str]:
+        """The session's metadata: the database's, else a `session.json` on this host (`{}`: none)."""
+        store, folder = self.storage.session_metadata, self.folder(session_id)
+        found = await anyio.to_thread.run_sync(store.get, session_id) if store is not None else None
+        if found is not None:
+            return found
+        return {k: v for k, v in (await anyio.to_thread.run_sync(read_metadata, folder)).items() if isinstance(v, str)}
+
+    def _metadata_ids(self) -> set[str]:
+        """Sessions created or forked that may have no record yet."""
+        store = self.storage.session_metadata
+        ids = set(store.ids()) if store is not None else set[str]()
         try:
-            return {p.parent.name for p in self.sessions_dir.glob(f"*/{METADATA_FILE}") if p.is_file()}
+            local = {p.parent.name for p in self.sessions_dir.glob(f"*/{METADATA_FILE}") if p.is_file()}
         except OSError:
-            return set()
+            local = set[str]()
+        return ids | local
 
     async def _describe(self, session_id: str, summary: SessionSummary | None) -> SessionInfo:
         records = await self.storage.history.session(session_id).load_all()
-        folder = self.folder(session_id)
-        metadata = await anyio.to_thread.run_sync(read_metadata, folder)
-        return describe_records(session_id, folder, records, summary, metadata, self.where)
+        metadata: dict[str, object] = dict(await self._metadata(session_id))
+        return describe_records(session_id, self.folder(session_id), records, summary, metadata, self.where)
 
 
 def describe_records(

@@ -1,5 +1,5 @@
-"""A session's folder on this host, `<base_dir>/sessions/<id>/`: `session.json` (creation time, where a fork comes
-from) and what is not history (evicted outputs, plans), for every store."""
+"""A session's folder on this host, `<base_dir>/sessions/<id>/`: what is not history (evicted outputs, plans), for
+every store, and `session.json` (creation time, where a fork comes from) in the file layout."""
 
 from __future__ import annotations
 

@@ -30,8 +30,8 @@ class SessionInfo:
 
     id: str
     path: Path
-    """The session's directory, `<base_dir>/sessions/<id>/` (with a database store: its evicted outputs, plans and
-    `session.json` on this host; may not exist)."""
+    """The session's directory, `<base_dir>/sessions/<id>/` (with a database store: its evicted outputs and plans
+    on this host; may not exist)."""
     messages_path: Path
     """Its history file, `<path>/messages.json` (may not exist yet: a session created but never run; never
     written with a database store, whose history is at `history_url`)."""

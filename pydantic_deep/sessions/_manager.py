@@ -44,8 +44,8 @@ class SessionManager:
 
     Reading (`list`, `get`, `resume`, `history_until`) never writes: a damaged file is reported, not repaired.
 
-    With `store=` a database URL (`sqlite:///...`, `postgresql://...`) or `Storage`, the histories and checkpoints
-    are the database's (every host sees them); evicted outputs, plans and `session.json` stay in
+    With `store=` a database URL (`sqlite:///...`, `postgresql://...`) or `Storage`, the histories, checkpoints and
+    sessions' metadata are the database's (every host sees them); evicted outputs and plans stay in
     `<base_dir>/sessions/<id>/`. The database is async: inside an event loop use `list_async`, `get_async`,
     `create_async` and `delete_async` (the plain ones block, and work outside an event loop when `store` is a URL).
     A `file://` store is the same as `base_dir`.

@@ -8,8 +8,8 @@ storage = open_storage('sqlite:///agents.db')  # histories, memories and checkpo
 """
 
 from ._file import FileMemoryStore
-from ._protocols import CheckpointStore, MemoryStore, StorageError
-from ._sqlite import SQLiteCheckpointStore, SQLiteMemoryStore
+from ._protocols import CheckpointStore, MemoryStore, SessionMetadataStore, StorageError
+from ._sqlite import SQLiteCheckpointStore, SQLiteMemoryStore, SQLiteSessionMetadataStore
 from ._storage import STORE_ENV, MigrationReport, Storage, migrate, open_storage
 
 __all__ = [
@@ -20,6 +20,8 @@ __all__ = [
     "MigrationReport",
     "SQLiteCheckpointStore",
     "SQLiteMemoryStore",
+    "SQLiteSessionMetadataStore",
+    "SessionMetadataStore",
     "Storage",
     "StorageError",
     "migrate",

@@ -25,7 +25,13 @@ from ..memory._storage import check_agent_name
 from ._protocols import StorageError
 from ._storage import Storage
 
-__all__ = ["PostgresCheckpointStore", "PostgresMemoryStore", "open_postgres_storage", "postgres_storage"]
+__all__ = [
+    "PostgresCheckpointStore",
+    "PostgresMemoryStore",
+    "PostgresSessionMetadataStore",
+    "open_postgres_storage",
+    "postgres_storage",
+]
 
 _T = TypeVar("_T")
 _LOCK_KEY = 0x5350_4149
@@ -34,6 +40,7 @@ _SCHEMA: tuple[LiteralString, ...] = (
     "updated_at timestamptz NOT NULL DEFAULT now())",
     "CREATE TABLE IF NOT EXISTS {checkpoints} (seq bigserial PRIMARY KEY, session text NOT NULL, id text NOT NULL, "
     "data jsonb NOT NULL, UNIQUE (session, id))",
+    "CREATE TABLE IF NOT EXISTS {sessions} (id text PRIMARY KEY, data jsonb NOT NULL)",
 )
 
 
@@ -42,7 +49,11 @@ class _Tables:
         def name(table: str) -> Identifier:
             return Identifier(schema, table) if schema else Identifier(table)
 
-        self.names = {"memory": name("deep_memory"), "checkpoints": name("deep_checkpoints")}
+        self.names = {
+            "memory": name("deep_memory"),
+            "checkpoints": name("deep_checkpoints"),
+            "sessions": name("deep_sessions"),
+        }
 
     def sql(self, statement: LiteralString) -> Composed:
         return SQL(statement).format(**self.names)
@@ -213,6 +224,30 @@ class PostgresCheckpointStore:
         return self._tables.run(lambda conn: conn.execute(statement, (self._session_id, keep)).rowcount)
 
 
+class PostgresSessionMetadataStore:
+    """Sessions' metadata as rows of `deep_sessions` (jsonb objects)."""
+
+    def __init__(self, tables: _SyncTables) -> None:
+        self._tables = tables
+
+    def get(self, session_id: str) -> dict[str, str] | None:
+        sql = self._tables.tables.sql("SELECT data FROM {sessions} WHERE id = %s")
+        rows = self._tables.run(lambda conn: conn.execute(sql, (session_id,)).fetchall())
+        return {str(k): str(v) for k, v in _json(rows[0][0]).items()} if rows else None
+
+    def create(self, session_id: str, data: dict[str, str]) -> bool:
+        sql = self._tables.tables.sql("INSERT INTO {sessions} (id, data) VALUES (%s, %s::jsonb) ON CONFLICT DO NOTHING")
+        return self._tables.run(lambda conn: conn.execute(sql, (session_id, json.dumps(data))).rowcount) == 1
+
+    def delete(self, session_id: str) -> None:
+        sql = self._tables.tables.sql("DELETE FROM {sessions} WHERE id = %s")
+        self._tables.run(lambda conn: conn.execute(sql, (session_id,)))
+
+    def ids(self) -> list[str]:
+        sql = self._tables.tables.sql("SELECT id FROM {sessions} ORDER BY id")
+        return [str(r[0]) for r in self._tables.run(lambda conn: conn.execute(sql).fetchall())]
+
+
 def _json(value: Any) -> dict[str, Any]:
     return cast(dict[str, Any], value if isinstance(value, dict) else json.loads(value))  # jsonb: a dict already
 
@@ -227,6 +262,7 @@ def postgres_storage(url: str, *, schema: str | None = None, checkpoint_pool_siz
         PostgresMemoryStore(history),
         lambda session_id: PostgresCheckpointStore(sync_tables, session_id),
         on_close=[sync_tables.close],
+        session_metadata=PostgresSessionMetadataStore(sync_tables),
     )
 
 

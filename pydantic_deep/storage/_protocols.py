@@ -6,7 +6,7 @@ from typing import Protocol, runtime_checkable
 
 from ..checkpoints._protocol import CheckpointStore
 
-__all__ = ["CheckpointStore", "MemoryStore", "StorageError"]
+__all__ = ["CheckpointStore", "MemoryStore", "SessionMetadataStore", "StorageError"]
 
 
 class StorageError(RuntimeError):
@@ -36,4 +36,24 @@ class MemoryStore(Protocol):
 
     async def names(self) -> list[str]:
         """The agents with a memory."""
+        ...
+
+
+@runtime_checkable
+class SessionMetadataStore(Protocol):
+    """What `SessionManager` records of each session besides its history (`created`, `forked_from`, ...): small
+    string maps, by session id. Sync (called from a worker thread)."""
+
+    def get(self, session_id: str) -> dict[str, str] | None:
+        """The session's metadata; `None` when none was recorded."""
+        ...
+
+    def create(self, session_id: str, data: dict[str, str]) -> bool:
+        """Record `data` for a session that has none yet; `False` (nothing written) when it has: one winner."""
+        ...
+
+    def delete(self, session_id: str) -> None: ...
+
+    def ids(self) -> list[str]:
+        """The sessions with metadata."""
         ...

@@ -16,13 +16,14 @@ from ..checkpoints._store import Checkpoint, CheckpointNotFoundError, validate_c
 from ..memory._storage import check_agent_name
 from ._protocols import StorageError
 
-__all__ = ["SQLiteCheckpointStore", "SQLiteHarnessTables", "SQLiteMemoryStore"]
+__all__ = ["SQLiteCheckpointStore", "SQLiteHarnessTables", "SQLiteMemoryStore", "SQLiteSessionMetadataStore"]
 
 _T = TypeVar("_T")
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS deep_memory(name TEXT PRIMARY KEY, content TEXT NOT NULL, updated_at TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS deep_checkpoints(seq INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, "
     "id TEXT NOT NULL, data TEXT NOT NULL, UNIQUE(session, id))",
+    "CREATE TABLE IF NOT EXISTS deep_sessions(id TEXT PRIMARY KEY, data TEXT NOT NULL)",
 )
 
 
@@ -166,3 +167,24 @@ class SQLiteCheckpointStore:
         for checkpoint_id in drop:
             self.delete(checkpoint_id)
         return len(drop)
+
+
+class SQLiteSessionMetadataStore:
+    """Sessions' metadata as rows of `deep_sessions` (JSON objects)."""
+
+    def __init__(self, tables: SQLiteHarnessTables) -> None:
+        self._tables = tables
+
+    def get(self, session_id: str) -> dict[str, str] | None:
+        row = self._tables.row("SELECT data FROM deep_sessions WHERE id = ?", (session_id,))
+        return None if row is None else dict(json.loads(row[0]))
+
+    def create(self, session_id: str, data: dict[str, str]) -> bool:
+        statement = "INSERT OR IGNORE INTO deep_sessions(id, data) VALUES (?, ?)"
+        return self._tables.run(lambda db: db.execute(statement, (session_id, json.dumps(data))).rowcount) == 1
+
+    def delete(self, session_id: str) -> None:
+        self._tables.run(lambda db: db.execute("DELETE FROM deep_sessions WHERE id = ?", (session_id,)))
+
+    def ids(self) -> list[str]:
+        return [str(r[0]) for r in self._tables.rows("SELECT id FROM deep_sessions ORDER BY id")]

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +31,8 @@ from summarization_pydantic_ai.store import open_database as open_history_databa
 
 from ..checkpoints._store import FileCheckpointStore
 from ._file import FileMemoryStore
-from ._protocols import CheckpointStore, MemoryStore, StorageError
-from ._sqlite import SQLiteCheckpointStore, SQLiteHarnessTables, SQLiteMemoryStore
+from ._protocols import CheckpointStore, MemoryStore, SessionMetadataStore, StorageError
+from ._sqlite import SQLiteCheckpointStore, SQLiteHarnessTables, SQLiteMemoryStore, SQLiteSessionMetadataStore
 
 __all__ = ["MigrationReport", "Storage", "migrate", "open_storage"]
 
@@ -51,6 +52,9 @@ class Storage:
     base_dir: Path | None = None
     """The base directory of a `file://` storage (sessions under `<base_dir>/sessions/`); `None` for databases."""
     on_close: list[Callable[[], Any]] = field(default_factory=list[Callable[[], Any]])
+    session_metadata: SessionMetadataStore | None = None
+    """Where `SessionManager` records sessions' creation time and fork origin, for every host (a database's
+    `deep_sessions` table); `None`: `session.json` in the session's folder (`file://`)."""
 
     def checkpoints(self, session_id: str) -> CheckpointStore:
         """The checkpoints of one session."""
@@ -86,6 +90,7 @@ def open_storage(url: str | os.PathLike[str], **options: Any) -> Storage:
             SQLiteMemoryStore(tables),
             lambda session_id: SQLiteCheckpointStore(tables, session_id),
             on_close=[tables.close],
+            session_metadata=SQLiteSessionMetadataStore(tables),
         )
     try:
         module = importlib.import_module(f"{__package__}._postgres")
@@ -140,12 +145,39 @@ async def migrate(
             for checkpoint in source_checkpoints:
                 await anyio.to_thread.run_sync(target.save, checkpoint)
             checkpoints[session_id] = len(source_checkpoints)
+        await anyio.to_thread.run_sync(_copy_metadata, src, dst, list(history.records))
         memories = await _copy_memories(src.memory, dst.memory)
         return MigrationReport(history, memories, checkpoints)
     finally:
         for storage, given in ((src, source), (dst, destination)):
             if not isinstance(given, Storage):
                 await storage.close()
+
+
+def _metadata_of(storage: Storage, session_id: str) -> dict[str, str] | None:
+    if storage.session_metadata is not None:
+        return storage.session_metadata.get(session_id)
+    if storage.base_dir is None:
+        return None
+    try:  # the file layout's session.json (SessionManager writes it)
+        data = json.loads((storage.base_dir / "sessions" / session_id / "session.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {str(k): str(v) for k, v in cast(dict[str, Any], data).items()} if isinstance(data, dict) else None
+
+
+def _copy_metadata(src: Storage, dst: Storage, session_ids: list[str]) -> None:
+    """Sessions' creation time and fork origin; a destination that has some already keeps them."""
+    for session_id in session_ids:
+        data = _metadata_of(src, session_id)
+        if data is None or _metadata_of(dst, session_id) is not None:
+            continue
+        if dst.session_metadata is not None:
+            dst.session_metadata.create(session_id, data)
+        elif dst.base_dir is not None:
+            folder = dst.base_dir / "sessions" / session_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "session.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 async def _copy_memories(src: MemoryStore, dst: MemoryStore) -> list[str]:

@@ -42,6 +42,14 @@ def run_cli(
 
 
 @pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with one small file for the agent to read (the chat tests run in it)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("The pool size is 10.\nNever share a connection.\n")
+    return tmp_path
+
+
+@pytest.fixture
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """No API key and no default model in the environment."""
     for name in KEY_VARS:

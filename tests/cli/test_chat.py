@@ -22,13 +22,6 @@ from .conftest import run_cli
 pytestmark = pytest.mark.usefixtures("no_keys")
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes.txt").write_text("The pool size is 10.\nNever share a connection.\n")
-    return tmp_path
-
-
 def _only_session(root: Path) -> str:
     [folder] = (root / ".pydantic-deep" / "sessions").iterdir()
     return folder.name

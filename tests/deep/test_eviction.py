@@ -212,6 +212,32 @@ async def test_history_processor_form_evicts_a_loaded_history() -> None:
     assert await processor(out) is out  # nothing left to evict: the same list
 
 
+async def test_a_later_request_evicts_an_output_edited_in_place_and_ignores_an_edited_response() -> None:
+    from pydantic_deep.eviction._processor import _RunState  # pyright: ignore[reportPrivateUsage]
+
+    processor = EvictionProcessor(token_limit=1_000, backend=StateBackend())
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("go")]),
+        ModelResponse(parts=[ToolCallPart("csv_tool", {}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("csv_tool", "small", tool_call_id="c1")]),
+        ModelResponse(parts=[TextPart("ok")]),
+        ModelRequest(parts=[UserPromptPart("again")]),
+    ]
+    run = _RunState()
+    assert await processor._process(history, run, None) is history  # pyright: ignore[reportPrivateUsage]
+    response = history[3]
+    assert isinstance(response, ModelResponse)
+    response.parts[0] = TextPart("edited answer")  # a response edited in place: nothing in it to evict
+    assert await processor._process(history, run, None) is history  # pyright: ignore[reportPrivateUsage]
+    returned = history[2].parts[0]
+    assert isinstance(returned, ToolReturnPart)
+    returned.content = big_csv()  # the same part object, a large output now: visited again at the next request
+    out = await processor._process(history, run, None)  # pyright: ignore[reportPrivateUsage]
+    part = out[2].parts[0]
+    assert isinstance(part, ToolReturnPart) and "saved to /large_tool_results/c1_" in str(part.content)
+    assert out[3].parts[0] == TextPart("edited answer") and validate_history(out) == []
+
+
 async def test_agent_mode_keeps_the_output_once_then_archives_it() -> None:
     events: list[Any] = []
     calls = 0

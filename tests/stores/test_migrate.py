@@ -105,7 +105,7 @@ def test_history_records_match_after_migration(tmp_path: Path) -> None:
     anyio.run(check)
 
 
-def test_report_reads_a_database_and_chat_refuses_one_saying_what_to_do(
+def test_report_reads_a_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import anyio
@@ -119,11 +119,21 @@ def test_report_reads_a_database_and_chat_refuses_one_saying_what_to_do(
     assert "<svg" in out.read_text(encoding="utf-8")
     assert run(["report", "nope", "--store", database, "--out", str(tmp_path / "nope.html")]) != 0
     assert not (tmp_path / "nope.html").exists()
-    capsys.readouterr()
-    # chat keeps its sessions in files: a database URL (also from the environment) is refused, never ignored.
-    monkeypatch.chdir(tmp_path)
-    assert run(["chat", "--model", "test", "--store", database]) == 2
-    error = capsys.readouterr().err
-    assert "keeps its sessions in files" in error and "pydantic-deep migrate" in error
-    assert run(["chat", "--model", "test", "--store", "postgresql://me:s3cret@localhost/db"]) == 2
-    assert "s3cret" not in capsys.readouterr().err
+
+
+def test_session_metadata_travels_with_the_sessions(tmp_path: Path) -> None:
+    """A fork's origin and a session's creation time (session.json in files, a row in a database) are migrated."""
+    import anyio
+
+    from pydantic_deep import SessionManager
+
+    anyio.run(_file_layout, tmp_path / "a")
+    files = SessionManager(tmp_path / "a")
+    fork = anyio.run(lambda: files.fork("alpha", new_id="alpha-copy"))
+    database, back = f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path / "b"
+    anyio.run(migrate, (tmp_path / "a").as_uri(), database)
+    anyio.run(migrate, database, back.as_uri())
+    for manager in (SessionManager(tmp_path / "elsewhere", store=database), SessionManager(back)):
+        copied = manager.get("alpha-copy")
+        assert (copied.forked_from, copied.created) == (fork.forked_from, fork.created)
+        assert copied.message_count == fork.message_count

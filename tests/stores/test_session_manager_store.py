@@ -122,11 +122,23 @@ async def test_rewind_create_and_delete(tmp_path: Path, database_url: str) -> No
         history = await manager.resume(rewound.id)
         assert ids(history) == ids(seeded["first"][:2]) and validate_history(history, for_request=False) == []
         created = await manager.create_async("fresh")
-        assert created.message_count == 0 and (tmp_path / "base" / "sessions" / "fresh" / "session.json").is_file()
+        assert created.message_count == 0 and not (tmp_path / "base" / "sessions" / "fresh" / "session.json").exists()
         assert {i.id for i in await manager.list_async()} == {"alpha", "back", "fresh"}
+        # Another host (its own base_dir) sees the new session and where the rewound one comes from.
+        other = SessionManager(tmp_path / "other-host", store=database_url)
+        try:
+            assert {i.id for i in await other.list_async()} == {"alpha", "back", "fresh"}
+            assert (await other.get_async("back")).forked_from == f"alpha@{get_message_id(point)}"
+            assert (await other.get_async("fresh")).created == created.created
+            with pytest.raises(SessionExistsError):
+                await other.create_async("fresh")
+        finally:
+            await other.close()
         with pytest.raises(SessionExistsError):
             await manager.create_async("alpha")
         await manager.delete_async("alpha")
+        await manager.delete_async("fresh")
+        assert storage.session_metadata is not None and storage.session_metadata.ids() == ["back"]
         assert await storage.history.session("alpha").load_all() == []
         assert storage.checkpoints("alpha").list() == []
         with pytest.raises(SessionNotFoundError):
