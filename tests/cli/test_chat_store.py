@@ -97,6 +97,9 @@ def test_new_chat_search_sessions_context_and_resume(
     assert "Session     unknown this session (4 requests" in result.out.split("› /cost", 1)[1]
     assert "Memory is empty (the memory of 'main' in" in result.out
 
+    listed = run_cli(["sessions", "--store", store_url], capsys, monkeypatch)  # the same table as on files
+    assert listed.status == 0 and session_id in listed.out and "hello" in listed.out and "compactions" in listed.out
+
     # Resume (the store from the environment this time): the same session, continued in the database.
     monkeypatch.setenv("PYDANTIC_DEEP_STORE", store_url)
     result = run_cli(["chat", "--resume", session_id, "--model", "test"], capsys, monkeypatch, stdin="again\n")
