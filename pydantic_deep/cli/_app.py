@@ -180,7 +180,7 @@ async def _dispatch_store(args: argparse.Namespace, url: str, console: Console) 
     if command == "report":
         return await stored.report_stored(url, args.id, args.out, console)
     if command == "sessions":
-        return await stored.list_stored(url, console)
+        return await stored.list_stored(url, args.session_dir, console)
     if command == "show":
         return await stored.show_stored(url, args.id, console, full=args.full)
     if command == "search":

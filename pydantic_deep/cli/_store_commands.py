@@ -7,15 +7,15 @@ from pathlib import Path
 
 from pydantic_ai.messages import ModelMessage
 from rich.console import Console
-from rich.table import Table
 
 from summarization_pydantic_ai.report import write_session_report_async
 from summarization_pydantic_ai.store import SearchQueryError
 
 from ..history_search import HistoryArchiveSearch
+from ..sessions import SessionManager
 from ..storage import Storage, migrate, open_storage
 from ._errors import EXIT_USAGE, CliError
-from ._render import export_json, export_markdown, render_history
+from ._render import export_json, export_markdown, render_history, sessions_table
 
 __all__ = ["export_stored", "list_stored", "migrate_stores", "report_stored", "search_stored", "show_stored"]
 
@@ -27,19 +27,15 @@ async def _messages(storage: Storage, session_id: str) -> list[ModelMessage]:
     return messages
 
 
-async def list_stored(url: str, console: Console) -> int:
-    storage = open_storage(url)
+async def list_stored(url: str, session_dir: Path, console: Console) -> int:
+    """The same table as for files (`SessionManager(store=url).list_async()`), under the database's URL."""
+    manager = SessionManager(session_dir, store=url)
     try:
-        sessions = await storage.history.sessions()
+        sessions = await manager.list_async()
     finally:
-        await storage.close()
-    table = Table(title=f"Sessions in {storage.url}")
-    for column in ("id", "messages", "last active", "size"):
-        table.add_column(column)
-    for session in sessions:
-        active = session.updated_at.strftime("%Y-%m-%d %H:%M") if session.updated_at else "?"
-        table.add_row(session.session_id, str(session.messages), active, f"{session.size_bytes / 1024:.1f} KiB")
-    console.print(table)
+        await manager.close()
+    console.print(f"Sessions in {manager.location}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    console.print(sessions_table(sessions))
     return 0
 
 

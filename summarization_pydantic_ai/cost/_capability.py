@@ -17,8 +17,9 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.usage import RequestUsage
 
 from .._events import BudgetExceeded, BudgetWarningIssued, CallbackFailed, CostRecorded, EventCallback, emit_event
+from .._messages import get_message_id
 from .._tokens import count_tokens_approximately
-from ..store import HistoryStore
+from ..store import HistoryStore, ensure_message_id
 from ._budget import BudgetExceededError, Limit, NextRequest, amount_text, estimate_next, limits_of
 from ._ledger import Priced
 from ._records import REQUEST_KIND_KEY
@@ -133,6 +134,9 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         state.retrying = False
         if kind != "agent":
             response.metadata = {**(response.metadata or {}), REQUEST_KIND_KEY: kind}
+        # Its id now (the context manager, whose hook runs after this one, keeps it): the ledgers know the
+        # response by it, so the next run does not price its record again.
+        state.produced.append(ensure_message_id(response))
         priced = state.run.add_response(response, kind, price_as=self.price_as)
         state.session.add_response(response, kind, price_as=self.price_as)
         state.requests += 1
@@ -149,7 +153,11 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         raise error
 
     async def after_run(self, ctx: RunContext[Any], *, result: Any) -> Any:
-        totals = self._state.run.totals()
+        state = self._state
+        if state.started:  # the next run of the session starts from this one's totals
+            messages = result.all_messages()
+            self._shared.seeds.finish(self._store(ctx), state.seed, state.session, messages, state.produced)
+        totals = state.run.totals()
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attributes(_span_attributes("cost.run", totals))
@@ -162,13 +170,20 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
     # -- internals -----------------------------------------------------------------------------------------------
 
     async def _start(self, ctx: RunContext[Any], state: RunCost) -> None:
-        """Seed the session's totals from its store (every record), else from the history the run was given."""
+        """Seed the session's totals from its store (every record), else from the history the run was given; only
+        what this instance has not priced yet is priced (`SessionSeeds`)."""
         state.started = True
         store = self._store(ctx)
-        records = await store.load_all() if store is not None else list(ctx.messages)
-        state.session.add_messages(records)
-        state.session.skip(ctx.messages)
-        state.run.skip(ctx.messages)
+        seeds = self._shared.seeds
+        if store is not None:
+            state.session, state.seed = await seeds.from_store(store)
+            state.session.skip(ctx.messages)  # what the run was given but the store does not hold
+        else:
+            state.session, state.seed = seeds.from_history(ctx.messages)  # every message of it counted or marked
+        # The run's ledger only ever gets the run's responses and the summaries made during the run: those of
+        # the history it was given are the session's (counted above), and the summary search starts after them.
+        state.run.skip(summaries_in(ctx.messages))
+        state.cursor.advance(ctx.messages)
         state.last = _previous_request(ctx.messages)
 
     def _store(self, ctx: RunContext[Any]) -> HistoryStore | None:
@@ -183,6 +198,8 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         change = state.cursor.advance(ctx.messages)
         new = [*(ctx.messages[i] for i in change.edited), *ctx.messages[change.start :]]
         for summary in summaries_in(new):
+            if (summary_id := get_message_id(summary)) is not None:
+                state.produced.append(summary_id)
             state.session.add_summary(summary)
             for priced in state.run.add_summary(summary):
                 await self._report(priced, state)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, cast
 
@@ -102,6 +102,11 @@ class CostLedger:
                             self._first_time(_text(call.get("id")))
                         summary_id = get_message_id(message)
                         self._first_time(f"compaction:{summary_id}" if summary_id else None)
+
+    def copy(self) -> CostLedger:
+        """An independent copy: what a later run of the same session starts from."""
+        savings = [replace(saving, later=Counter(saving.later)) for saving in self._savings]
+        return CostLedger(dict(self._spend), set(self._seen), savings, dict(self._unpriced))
 
     def totals(self) -> CostTotals:
         return CostTotals(

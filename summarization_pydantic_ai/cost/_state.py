@@ -10,6 +10,7 @@ from pydantic_ai.usage import RequestUsage
 
 from .._cursor import HistoryCursor
 from ._ledger import CostLedger
+from ._seeds import SessionSeeds
 from ._spend import CostTotals
 
 __all__ = ["RunCost", "SharedCost", "summaries_in"]
@@ -32,13 +33,18 @@ class RunCost:
     warned: set[str] = field(default_factory=set[str])
     cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False))
     """Where the run's history was looked at for new summaries."""
+    seed: object = None
+    """What the session's ledger was seeded from (`SessionSeeds`), to hand the ledger back at the run's end."""
+    produced: list[str] = field(default_factory=list[str])
+    """The ids of the requests the run priced as they came (responses, summaries)."""
 
 
 @dataclass
 class SharedCost:
-    """What every run of one middleware instance shares: the latest totals (for `/cost`)."""
+    """What every run of one middleware instance shares: the latest totals (for `/cost`), the priced sessions."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
+    seeds: SessionSeeds = field(default_factory=SessionSeeds)
     run_totals: CostTotals | None = None
     session_totals: CostTotals | None = None
 

@@ -97,6 +97,9 @@ def test_new_chat_search_sessions_context_and_resume(
     assert "Session     unknown this session (4 requests" in result.out.split("› /cost", 1)[1]
     assert "Memory is empty (the memory of 'main' in" in result.out
 
+    listed = run_cli(["sessions", "--store", store_url], capsys, monkeypatch)  # the same table as on files
+    assert listed.status == 0 and session_id in listed.out and "hello" in listed.out and "compactions" in listed.out
+
     # Resume (the store from the environment this time): the same session, continued in the database.
     monkeypatch.setenv("PYDANTIC_DEEP_STORE", store_url)
     result = run_cli(["chat", "--resume", session_id, "--model", "test"], capsys, monkeypatch, stdin="again\n")
@@ -332,3 +335,22 @@ async def test_a_write_meanwhile_at_the_end_of_a_turn_keeps_the_answer_after_the
     finally:
         await writer.close()
         await manager.close()
+
+
+def test_memory_lives_in_the_database(
+    project: Path, store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = "remember pool size is 10\n/memory\n/quit\n"
+    result = run_cli(["chat", "--model", "test", "--store", store_url], capsys, monkeypatch, stdin=script)
+    assert result.status == 0, result.err
+    assert "✎ memory:" in result.out and "pool size is 10" in result.out.split("› /memory", 1)[1]
+
+    async def read() -> str | None:
+        storage = open_storage(store_url)
+        try:
+            return await storage.memory.read("main")
+        finally:
+            await storage.close()
+
+    assert "pool size is 10" in (anyio.run(read) or "")
+    assert not list(project.glob(".pydantic-deep/*/MEMORY.md"))  # not in the file layout

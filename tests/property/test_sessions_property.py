@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pydantic_ai.models
@@ -24,7 +25,7 @@ from pydantic_ai.messages import (
 from strategies import histories
 
 from pydantic_deep import ForkPointError, SessionManager
-from pydantic_deep.sessions._history import history_at, records_until
+from pydantic_deep.sessions._history import cut_records, history_at, history_in_records, records_until
 from summarization_pydantic_ai import (
     ContextManagerMiddleware,
     JsonHistoryStore,
@@ -130,3 +131,30 @@ def test_the_history_at_a_point_after_a_real_compaction(
         return
     assert ids(history_at(path, point)) == ids(slow)
     assert validate_history(slow, for_request=False) == []
+
+
+@settings(max_examples=int(100 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=histories(for_request=False, summaries=True), data=st.data())
+def test_a_cut_of_records_in_memory_is_the_cut_of_the_file(
+    tmp_path: Path, messages: list[ModelMessage], data: st.DataObject
+) -> None:
+    """A database session is cut from its records in memory (`cut_records`, `history_in_records`): the same history,
+    or the same refusal, as the cut of the same records in a messages.json (`records_until`, `history_at`)."""
+    path = record(tmp_path / uuid.uuid4().hex, messages).get("s").messages_path
+    records = JsonHistoryStore.reader(path).load_all_sync()
+    point = get_message_id(data.draw(st.sampled_from(records), label="point"))
+    assert point is not None
+
+    def outcome(cut: Callable[[], list[ModelMessage]]) -> list[str | None] | str:
+        try:
+            return ids(cut())
+        except ForkPointError as exc:
+            return f"refused: {str(exc).split(' of ', 1)[0]}"  # the same message, bar where the history is
+
+    assert outcome(lambda: cut_records(records, point, "db")) == outcome(lambda: records_until(path, point))
+    in_memory = outcome(lambda: history_in_records(records, point, "db"))
+    assert in_memory == outcome(lambda: history_at(path, point))
+    before = records[: [get_message_id(m) for m in records].index(point) + 1]
+    if not isinstance(in_memory, str) and not any(is_summary_message(m) for m in before):
+        # (generated summaries carry no lineage: validity after them is the previous tests' subject)
+        assert validate_history(history_in_records(records, point, "db"), for_request=False) == []
