@@ -248,9 +248,9 @@ async def _evicted(c: Case) -> tuple[Any, list[Any], Iterator[Any], Any]:
 
 
 def _run_state() -> Any:
-    from pydantic_deep.eviction._processor import _RunState  # pyright: ignore[reportPrivateUsage]
+    from deep import new_run_state
 
-    return _RunState()
+    return new_run_state()
 
 
 @case("ev:later", "EvictionProcessor: later request of a run (`_process` with the run state)")

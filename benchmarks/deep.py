@@ -2,7 +2,7 @@
 
 EvictionProcessor: a 1,000-message history holding 10 tool outputs of 100 KB (JSON, log, CSV, plain text) among
     ~490 outputs of 2 KB. The first call evicts the 10 (reported, not a target). Then requests are simulated the
-    way a run makes them: the run state (`_RunState`) is fresh at the first request, and before every later
+    way a run makes them: the run state (`RunState`) is fresh at the first request, and before every later
     request the history grew by a response and a request (a 2 KB tool output, below the limit). Target: the
     per-request cost when nothing new is evicted (a later request in a run: only the new messages are scanned) is
     under 1 ms (median). Also reported: the first request of a run and the plain form `await processor(messages)`,
@@ -50,7 +50,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pydantic_deep.backends import StateBackend
 from pydantic_deep.eviction import EVICTION_METADATA_KEY, EvictionProcessor
-from pydantic_deep.eviction._processor import _RunState  # pyright: ignore[reportPrivateUsage]
 from pydantic_deep.history_search import HistoryArchiveSearch, SessionIndex, build_fts_query
 from summarization_pydantic_ai import SUMMARY_METADATA_KEY, JsonHistoryStore, ensure_message_id
 
@@ -64,6 +63,16 @@ REQUESTS_PER_RUN = 10
 """Requests after the first in one simulated run (the history then goes back to its 1,000 messages)."""
 AGENT_RUNS = 20
 AGENT_RUNS_QUICK = 5
+
+
+def new_run_state() -> Any:
+    """A fresh run state of `EvictionProcessor` (what `for_run` gives each run). Its own module since it moved
+    out of `_processor.py`, where older checkouts (compared by `ab_compare.py`) keep a private `_RunState`."""
+    try:
+        from pydantic_deep.eviction._run_state import RunState
+    except ImportError:
+        from pydantic_deep.eviction._processor import _RunState as RunState  # type: ignore[attr-defined,no-redef]
+    return RunState()
 
 
 def big_output(kind: str, seed: int) -> str:
@@ -232,7 +241,7 @@ async def run_eviction(iterations: int, *, quick: bool = False) -> EvictionResul
     try:
         while len(per_request) < iterations:
             del history[base:]
-            state = _RunState()
+            state = new_run_state()
             start = time.perf_counter()
             result = await processor._process(history, state, None)  # pyright: ignore[reportPrivateUsage]
             first.append(time.perf_counter() - start)
@@ -768,7 +777,7 @@ def eviction_lines(r: EvictionResult, iterations: int) -> list[str]:
         "",
         "### Why a request does not rescan the history",
         "",
-        "- In capability form every run gets its own `_RunState` (`for_run`) holding a `HistoryCursor`: the history "
+        "- In capability form every run gets its own `RunState` (`for_run`) holding a `HistoryCursor`: the history "
         "as it was after the previous request. When the history only grew, only the new messages are visited; an "
         "edited message is visited again, and a history replaced from some index is scanned from there. The "
         "cursor (`fingerprint_all=False`) fingerprints only the last messages, which it checks for in-place "
@@ -783,7 +792,7 @@ def eviction_lines(r: EvictionResult, iterations: int) -> list[str]:
         f"- History: `benchmarks/run.py`'s generator ({EVICT_SIZE:,} messages ending with a text answer; tool "
         f"outputs of 2,048 characters), {BIG_OUTPUTS} evenly spread outputs replaced by ~{BIG_CHARS:,}-character "
         f"documents. After the first call evicted them (the history then holds {r.history_chars:,} characters of "
-        "tool output), simulated runs: a fresh `_RunState` and one call (the first request), then "
+        "tool output), simulated runs: a fresh `RunState` and one call (the first request), then "
         f"{REQUESTS_PER_RUN} times: the history grows by a `ModelResponse` with a tool call and a `ModelRequest` "
         "with its 2 KB return, `await processor._process(messages, state, None)` is timed, then the plain "
         "`await processor(messages)` on the same history. The history then goes back to its "

@@ -21,7 +21,6 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
-from summarization_pydantic_ai import HistoryCursor
 from summarization_pydantic_ai._tokens import estimate_text_tokens
 from summarization_pydantic_ai.compression import detect_kind, make_preview
 
@@ -35,6 +34,7 @@ from ._policy import (
     OutputEvicted,
     RetentionPolicy,
 )
+from ._run_state import RunState
 from ._store import EvictionArchive
 
 __all__ = ["EvictionProcessor"]
@@ -50,35 +50,6 @@ def _metadata(value: Any) -> dict[str, Any]:
 
 _DEFAULT_POLICY = EvictionPolicy()
 """What `policy_for` returns when no policy matches (frozen, so one instance serves every call)."""
-
-
-_UNREAD: tuple[object, ...] = ()
-"""The fingerprint of every response for the eviction cursor (never `None`: that marks "not fingerprinted")."""
-
-
-class _RequestCursor(HistoryCursor):
-    """A `HistoryCursor` that judges in-place edits by requests only: eviction reads nothing in a response (tool
-    outputs live in requests), so a response edited in place needs no new visit, and its fingerprint (half the
-    tail check of every request) is not taken."""
-
-    __slots__ = ()
-
-    @staticmethod
-    def _fingerprint_of(
-        message: ModelMessage, _of_request: Callable[[ModelMessage], tuple[object, ...]] = HistoryCursor._fingerprint_of
-    ) -> tuple[object, ...]:
-        return _UNREAD if message.__class__ is ModelResponse else _of_request(message)
-
-
-@dataclass
-class _RunState:
-    cursor: HistoryCursor = field(default_factory=lambda: _RequestCursor(fingerprint_all=False))
-    """The history as it was after the previous request: only what changed since is examined (never with
-    `verify=True`, so only the checked tail is fingerprinted)."""
-    pending: dict[str, int] = field(default_factory=dict[str, int])
-    """Agent-mode outputs not archived yet: tool_call_id -> index of the request holding them."""
-    previews: dict[str, list[tuple[int, int]]] = field(default_factory=dict[str, list[tuple[int, int]]])
-    """Where the history's previews are: evicted file path -> (request index, part index) of each."""
 
 
 @dataclass
@@ -106,7 +77,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     retention: RetentionPolicy | None = field(default_factory=RetentionPolicy)
     preview_chars: int = 2_000
     event_callback: EventCallback | None = None
-    _run: _RunState | None = field(default=None, init=False, repr=False)
+    _run: RunState | None = field(default=None, init=False, repr=False)
     _archives: dict[int, EvictionArchive] = field(default_factory=dict[int, EvictionArchive], init=False, repr=False)
     _archive_requests: set[str] = field(default_factory=set[str], init=False, repr=False)
     """tool_call_ids the agent asked to archive (shared by the run copies: the tool is built once per agent)."""
@@ -246,20 +217,20 @@ class EvictionProcessor(AbstractCapability[Any]):
     # -- history processor form ------------------------------------------------------------------------------------
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
-        return await self._process(messages, _RunState(), None)
+        return await self._process(messages, RunState(), None)
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         clone = replace(self)
         clone._archives = self._archives
         clone._archive_requests = self._archive_requests
-        clone._run = _RunState()
+        clone._run = RunState()
         return clone
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         messages = request_context.messages
-        result = await self._process(messages, self._run or _RunState(), ctx)
+        result = await self._process(messages, self._run or RunState(), ctx)
         if result is not messages:
             ctx.messages[:] = result
             request_context.messages = list(result)
@@ -284,7 +255,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         return toolset
 
     async def _process(
-        self, messages: list[ModelMessage], state: _RunState, ctx: RunContext[Any] | None
+        self, messages: list[ModelMessage], state: RunState, ctx: RunContext[Any] | None
     ) -> list[ModelMessage]:
         backend = self._backend(ctx)
         change = state.cursor.peek(messages)
@@ -324,7 +295,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         return result
 
     def _candidate(
-        self, i: int, j: int, part: ToolReturnPart, state: _RunState, backend: BackendProtocol | None
+        self, i: int, j: int, part: ToolReturnPart, state: RunState, backend: BackendProtocol | None
     ) -> tuple[str, EvictionPolicy, BackendProtocol] | None:
         """The text and policy of an output to evict now; notes agent-mode outputs still pending. Sync and cheap:
         a scan calls it for every tool output, most of which need nothing."""
@@ -376,7 +347,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     @staticmethod
     def _mark_removed(
         messages: Sequence[ModelMessage],
-        state: _RunState,
+        state: RunState,
         removed: set[str],
         replacements: dict[tuple[int, int], ToolReturnPart],
     ) -> None:
@@ -402,7 +373,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         messages: list[ModelMessage],
         call_id: str,
         i: int,
-        state: _RunState,
+        state: RunState,
         backend: BackendProtocol | None,
         replacements: dict[tuple[int, int], ToolReturnPart],
     ) -> None:

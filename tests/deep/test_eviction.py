@@ -213,7 +213,7 @@ async def test_history_processor_form_evicts_a_loaded_history() -> None:
 
 
 async def test_a_later_request_evicts_an_output_edited_in_place_and_ignores_an_edited_response() -> None:
-    from pydantic_deep.eviction._processor import _RunState  # pyright: ignore[reportPrivateUsage]
+    from pydantic_deep.eviction._run_state import RunState
 
     processor = EvictionProcessor(token_limit=1_000, backend=StateBackend())
     history: list[ModelMessage] = [
@@ -223,7 +223,7 @@ async def test_a_later_request_evicts_an_output_edited_in_place_and_ignores_an_e
         ModelResponse(parts=[TextPart("ok")]),
         ModelRequest(parts=[UserPromptPart("again")]),
     ]
-    run = _RunState()
+    run = RunState()
     assert await processor._process(history, run, None) is history  # pyright: ignore[reportPrivateUsage]
     response = history[3]
     assert isinstance(response, ModelResponse)
