@@ -11,6 +11,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, summary_info
+from ._database import HistoryStoreConflictError
 from ._framing import Record, clean_summary
 from ._protocol import HistoryStoreError
 
@@ -35,6 +36,23 @@ class SessionIndex:
             self.positions[record.message_id] = len(self.slots)
             self.slots.append(record)
         self.digests[record.message_id] = digest
+
+    def changed(self, encoded: list[NewRecord], *, head: int, expected: int | None, where: str) -> list[NewRecord]:
+        """The records of `encoded` to write: those whose message is new or differs from its latest version (the
+        first of repeats in one batch). When there are any and another writer moved the session's `head` since this
+        store last saw it (`expected`), raises `HistoryStoreConflictError`: nothing may be written then."""
+        latest = dict(self.digests)
+        new: list[NewRecord] = []
+        for item in encoded:
+            if latest.get(item.message_id) != item.digest:
+                latest[item.message_id] = item.digest
+                new.append(item)
+        if new and expected is not None and head != expected:
+            raise HistoryStoreConflictError(
+                f"another writer appended to {where} since this store read it; nothing was written: "
+                "reload (await store.load()) and run the turn again"
+            )
+        return new
 
 
 @dataclass

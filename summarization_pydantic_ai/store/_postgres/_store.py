@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._database import HistoryStoreConflictError, SearchHit
+from .._database import SearchHit
 from .._framing import Record
 from .._paging import check_page, page_of
 from .._protocol import HistoryPage, HistoryStoreError
@@ -161,19 +161,9 @@ class PostgresHistoryStore:
 
     async def _append(self, conn: Connection, encoded: list[NewRecord]) -> int:
         head = await self._refresh(conn, lock=True)
-        latest = dict(self._index.digests)
-        new: list[NewRecord] = []
-        for item in encoded:
-            if latest.get(item.message_id) != item.digest:
-                latest[item.message_id] = item.digest
-                new.append(item)
+        new = self._index.changed(encoded, head=head, expected=self._expected, where=self._where())
         if not new:
             return 0
-        if self._expected is not None and head != self._expected:
-            raise HistoryStoreConflictError(
-                f"another writer appended to {self._where()} since this store read it; nothing was written: "
-                "reload (await store.load()) and run the turn again"
-            )
         if self._index.session is None:
             await self._create_session(conn)
             head = await self._refresh(conn, lock=True)

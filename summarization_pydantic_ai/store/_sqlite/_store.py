@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._database import HistoryStoreConflictError, SearchHit
+from .._database import SearchHit
 from .._framing import Record
 from .._paging import check_page, page_of
 from .._protocol import HistoryPage, HistoryStoreError
@@ -136,20 +136,10 @@ class SQLiteHistoryStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             head = self._refresh(db)
-            latest = dict(self._index.digests)
-            new: list[NewRecord] = []
-            for item in encoded:
-                if latest.get(item.message_id) != item.digest:
-                    latest[item.message_id] = item.digest
-                    new.append(item)
+            new = self._index.changed(encoded, head=head, expected=self._expected, where=self._where())
             if not new:
                 db.execute("COMMIT")
                 return 0
-            if self._expected is not None and head != self._expected:
-                raise HistoryStoreConflictError(
-                    f"another writer appended to {self._where()} since this store read it; nothing was written: "
-                    "reload (await store.load()) and run the turn again"
-                )
             self._write(db, new)
             db.execute("COMMIT")
         except BaseException:
