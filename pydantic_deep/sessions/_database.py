@@ -62,14 +62,19 @@ class DatabaseSessions:
     async def list(self) -> list[SessionInfo]:
         summaries = {s.session_id: s for s in await self.storage.history.sessions()}
         local = await anyio.to_thread.run_sync(self._metadata_ids)
-        infos = [await self._describe(i, summaries.get(i)) for i in sorted(summaries.keys() | local)]
+        infos = [
+            await self._describe(i, summaries.get(i), await self._metadata(i)) for i in sorted(summaries.keys() | local)
+        ]
         infos.sort(key=lambda info: info.last_active, reverse=True)
         return infos
 
     async def get(self, session_id: str) -> SessionInfo:
-        await self.require(session_id)
-        summaries = await self.storage.history.sessions()
-        return await self._describe(session_id, next((s for s in summaries if s.session_id == session_id), None))
+        summaries = await self.storage.history.sessions()  # read once: it answers `exists` too
+        summary = next((s for s in summaries if s.session_id == session_id), None)
+        metadata = await self._metadata(session_id)
+        if summary is None and not metadata:
+            raise SessionNotFoundError(f"no session {session_id!r} in {self.where}")
+        return await self._describe(session_id, summary, metadata)
 
     async def resume(self, session_id: str) -> list[ModelMessage]:
         await self.require(session_id)
@@ -87,8 +92,9 @@ class DatabaseSessions:
     async def create(self, session_id: str) -> SessionInfo:
         validate_session_id(session_id)
         await self._refuse_existing(session_id)
-        await self._new_session(session_id, {"id": session_id, "created": now()})
-        return await self._describe(session_id, None)
+        metadata = {"id": session_id, "created": now()}
+        await self._new_session(session_id, metadata)
+        return await self._describe(session_id, None, metadata)
 
     async def fork(self, session_id: str, at_message_id: str | None, new_id: str) -> SessionInfo:
         """Copy the records up to `at_message_id` (every version of each, summaries, their search texts) into a
@@ -181,10 +187,9 @@ class DatabaseSessions:
             local = set[str]()
         return ids | local
 
-    async def _describe(self, session_id: str, summary: SessionSummary | None) -> SessionInfo:
+    async def _describe(self, session_id: str, summary: SessionSummary | None, metadata: dict[str, str]) -> SessionInfo:
         records = await self.storage.history.session(session_id).load_all()
-        metadata: dict[str, object] = dict(await self._metadata(session_id))
-        return describe_records(session_id, self.folder(session_id), records, summary, metadata, self.where)
+        return describe_records(session_id, self.folder(session_id), records, summary, dict(metadata), self.where)
 
 
 def describe_records(
