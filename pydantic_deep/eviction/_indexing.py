@@ -93,7 +93,7 @@ class EvictedOutputIndexer(AbstractCapability[Any]):
         """Index the evicted outputs of the recorded messages of `messages` not indexed yet; returns how many
         messages got search text."""
         store = self.middleware.store_for_run(ctx)
-        backend = self._backend(ctx)
+        backend = self.eviction.backend_for(ctx)
         if not isinstance(store, SearchableHistoryStore) or backend is None:
             return 0
         cursor = self._cursor
@@ -125,10 +125,6 @@ class EvictedOutputIndexer(AbstractCapability[Any]):
             return 0
         indexed.add(message_id)
         return 1
-
-    def _backend(self, ctx: RunContext[Any]) -> BackendProtocol | None:
-        backend = getattr(ctx.deps, "backend", None)
-        return backend if backend is not None else self.eviction.backend
 
     @classmethod
     def get_serialization_name(cls) -> str | None:

@@ -100,7 +100,8 @@ class EvictionProcessor(AbstractCapability[Any]):
     def _limit(self, policy: EvictionPolicy) -> int:
         return policy.token_limit or self.token_limit
 
-    def _backend(self, ctx: RunContext[Any] | None) -> BackendProtocol | None:
+    def backend_for(self, ctx: RunContext[Any] | None) -> BackendProtocol | None:
+        """Where the outputs of the run of `ctx` are saved: its deps' `backend`, else `backend`."""
         deps_backend = getattr(ctx.deps, "backend", None) if ctx is not None else None
         return deps_backend if deps_backend is not None else self.backend
 
@@ -181,7 +182,7 @@ class EvictionProcessor(AbstractCapability[Any]):
         policy = self.policy_for(call.tool_name)
         if text is None or estimate_text_tokens(text) <= self._limit(policy):
             return unchanged
-        backend = self._backend(ctx)
+        backend = self.backend_for(ctx)
         base_metadata = _metadata(result.metadata) if isinstance(result, ToolReturn) else {}  # pyright: ignore[reportUnknownMemberType]
         content = result.content if isinstance(result, ToolReturn) else None  # pyright: ignore[reportUnknownMemberType]
         if policy.mode == "agent":
@@ -257,7 +258,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     async def _process(
         self, messages: list[ModelMessage], state: RunState, ctx: RunContext[Any] | None
     ) -> list[ModelMessage]:
-        backend = self._backend(ctx)
+        backend = self.backend_for(ctx)
         change = state.cursor.peek(messages)
         if not change.is_append_only:  # a compaction, an edit or another history: re-find what moved
             first = min((change.start, *change.edited))
