@@ -218,7 +218,7 @@ async def _finish(state: ChatState, root: Path, console: Console) -> int:
     result = await search.search("PoolExhausted connection pool exhausted", role="tool")
     ui.line("Search over the full history (the working context only has a summary of it):", style="bold")
     ui.line(result.text)
-    info = state.info()
+    info = await state.describe()
     memory = (state.deps.memory_dir or root) / "MEMORY.md"
     checks = {
         "a large output was evicted": bool(ui.evictions),

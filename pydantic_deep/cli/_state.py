@@ -181,10 +181,8 @@ class ChatState:
         assert self.session_id is not None
         return self.session_id
 
-    def info(self) -> SessionInfo:
-        return self.manager.get(self.id)
-
     async def describe(self) -> SessionInfo:
+        """The session as `pydantic-deep sessions` lists it (read without blocking: on a database store too)."""
         return await self.manager.get_async(self.id)
 
     async def close(self) -> bool:
