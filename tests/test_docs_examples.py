@@ -143,9 +143,9 @@ def _python_default_filters() -> None:
 def _forget_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The once-per-process warnings, as a fresh process has them (so every example is checked)."""
     from summarization_pydantic_ai import _windows
-    from summarization_pydantic_ai.context_manager import _capability
+    from summarization_pydantic_ai.context_manager import _counting
     from summarization_pydantic_ai.processors import _base
 
     monkeypatch.setattr(_windows, "_warned", set[str]())
-    monkeypatch.setattr(_capability, "_defaulted", set[str]())
+    monkeypatch.setattr(_counting, "_defaulted", set[str]())
     monkeypatch.setattr(_base, "_warned_defaults", set[str]())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,23 +18,10 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
-from .._events import (
-    CallbackFailed,
-    EventCallback,
-    ToolOutputTruncated,
-    UsageUpdated,
-    emit_event,
-)
+from .._events import EventCallback, ToolOutputTruncated, emit_event
 from .._pinning import WorkingSetSettings
-from .._sizes import Measure, normalize_keep
-from .._tokens import (
-    IncrementalCounter,
-    RequestInfo,
-    TokenCounter,
-    _default_counter,  # pyright: ignore[reportPrivateUsage]
-    count_tokens_approximately,
-)
-from .._windows import DEFAULT_MAX_TOKENS, resolve_max_tokens
+from .._sizes import normalize_keep
+from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
 from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
@@ -43,6 +29,7 @@ from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._compress import NAME
 from ._conversation import check_same_conversation, restore_merged_requests
+from ._counting import CountingMixin, UsageCallback, incremental
 from ._overflow import OverflowMixin
 from ._stamp import RequestMeasure, stamp_response
 from ._state import (
@@ -50,7 +37,6 @@ from ._state import (
     ContextUsage,
     RunState,
     SharedState,
-    call_callback,
     record_and_count,
     record_new_messages,
     unseen_from,
@@ -59,19 +45,15 @@ from ._truncate import truncate_output
 
 __all__ = ["ContextManagerMiddleware"]
 
-logger = logging.getLogger("summarization_pydantic_ai")
-
 PathSource = str | os.PathLike[str] | Callable[[RunContext[Any]], "str | os.PathLike[str] | None"] | None
-UsageCallback = Callable[[float, int, int], Awaitable[None] | None]
 BeforeCompressCallback = Callable[[list[ModelMessage], int], Awaitable[None] | None]
 AfterCompressCallback = Callable[[list[ModelMessage]], Awaitable[str | None] | str | None]
 
-_defaulted: set[str] = set()
 _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
 @dataclass
-class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapability[Any]):
+class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings, AbstractCapability[Any]):
     """Keep every message in a history file while the working context stays under the model's window.
 
     Before each model request it records the new messages (with stable ids) in the history store, measures the
@@ -354,22 +336,6 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
             return None if path is None else self.store_for(path)
         return self._static_store()
 
-    def _budget(self, model: Any) -> tuple[int, str]:
-        """(budget, source): the window minus the output reserve, and where the window came from."""
-        window, source = self.max_tokens, "explicit"
-        if window is None and self.model_name:
-            window, source = resolve_max_tokens(self.model_name), "model"
-        if window is None and model is not None:
-            window, source = getattr(model, "context_window", None) or resolve_max_tokens(model), "model"
-        if window is None:
-            window, source = DEFAULT_MAX_TOKENS, "default"
-            # A named model was looked up, and resolve_max_tokens said so once per name; a scripted model
-            # (TestModel, FunctionModel) has no window to report. Only "no model at all" is reported here.
-            if self.model_name is None and model is None and "" not in _defaulted:
-                _defaulted.add("")
-                logger.warning("context window unknown (no model_name): assuming %d tokens (set max_tokens)", window)
-        return max(window - self.reserve_output_tokens, 1), source
-
     async def _process(
         self,
         messages: list[ModelMessage],
@@ -378,7 +344,7 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
         ctx: RunContext[Any] | None,
         store: HistoryStore | None,
     ) -> list[ModelMessage]:
-        _, counted = await record_and_count(state, messages, store, _incremental(self.token_counter))
+        _, counted = await record_and_count(state, messages, store, incremental(self.token_counter))
         if run is not None:
             state.model = run.request.model
         budget, source = self._budget(run.request.model if run else None)
@@ -401,29 +367,3 @@ class ContextManagerMiddleware(OverflowMixin, WorkingSetSettings, AbstractCapabi
             after = await measure(result, self.token_counter, run, budget, threshold_tokens)
             state.measure = RequestMeasure(after.tokens, budget, threshold_tokens)
         return result
-
-    async def _report_usage(self, size: Measure, budget: int, source: str, store: HistoryStore | None) -> None:
-        usage = ContextUsage(
-            tokens=size.tokens,
-            max_tokens=budget,
-            threshold=self.compress_threshold,
-            messages=size.messages,
-            compressions=self._shared.compression_count,
-            history_bytes=store.size_bytes() if store is not None else None,
-            max_tokens_source=source,
-        )
-        self._shared.last_usage = usage
-        await emit_event(self.event_callback, UsageUpdated(NAME, usage.pct, size.tokens, budget, size.messages))
-        _, error = await call_callback("on_usage_update", self.on_usage_update, usage.pct, size.tokens, budget)
-        if error:
-            await emit_event(self.event_callback, CallbackFailed(NAME, "on_usage_update", error))
-
-
-def _incremental(counter: TokenCounter) -> IncrementalCounter | None:
-    """The counter as an `IncrementalCounter` whose counts the recording's history check can serve (exactly that
-    class: a subclass may count differently), or `None`."""
-    if counter is count_tokens_approximately:
-        return _default_counter
-    if isinstance(counter, IncrementalCounter) and type(counter) is IncrementalCounter:
-        return counter
-    return None

@@ -37,7 +37,7 @@ from summarization_pydantic_ai import (
     ensure_message_id,
     get_message_id,
 )
-from summarization_pydantic_ai.context_manager import _capability
+from summarization_pydantic_ai.context_manager import _counting
 
 
 def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -218,7 +218,7 @@ async def test_scripted_models_log_no_window_warning(
     model: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(_windows, "_warned", set[str]())  # as in a fresh process
-    monkeypatch.setattr(_capability, "_defaulted", set[str]())
+    monkeypatch.setattr(_counting, "_defaulted", set[str]())
     scripted = TestModel() if model == "test" else FunctionModel(answer)
     agent = Agent(scripted, capabilities=[ContextManagerMiddleware(summarization_model=None)])
     with caplog.at_level(logging.WARNING):
@@ -231,7 +231,7 @@ async def test_an_unknown_real_model_is_reported_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(_windows, "_warned", set[str]())
-    monkeypatch.setattr(_capability, "_defaulted", set[str]())
+    monkeypatch.setattr(_counting, "_defaulted", set[str]())
     middleware = ContextManagerMiddleware(summarization_model=None, model_name="acme:unreleased-model")
     message = ModelRequest(parts=[UserPromptPart("hi")])
     ensure_message_id(message)
