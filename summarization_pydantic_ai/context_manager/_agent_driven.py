@@ -28,6 +28,7 @@ from .._sizes import Measure
 from .._tokens import RequestInfo, TokenCounter, estimate_text_tokens
 from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens, resolve_budget
 from ..store import HistoryStore
+from ._agent_request import DEFAULT_COMPRESSION_REQUEST, TOOL_NAME, check_request_template, compression_request
 from ._agent_state import Attempt, CompressionRunState, Unfinished
 from ._capability import ContextManagerMiddleware
 from ._compress import link_summary
@@ -48,23 +49,7 @@ __all__ = ["DEFAULT_COMPRESSION_REQUEST", "AgentDrivenCompression", "MemoryReade
 logger = logging.getLogger("summarization_pydantic_ai")
 
 NAME = "AgentDrivenCompression"
-TOOL_NAME = "compression_complete"
-
-DEFAULT_COMPRESSION_REQUEST = """\
-[Context compression request] Your context is {pct:.0%} full and is about to be compacted. Before you go on:
-1. With your file tools, write a short-term memory to `{path}`: the user's latest request, what you have done so \
-far, decisions and why, the files you created or changed, errors and how they were fixed, the current state and \
-the next steps. Keep it under about {limit} tokens.
-{long_term}Then call `{tool}` (after the write has returned). The conversation so far will then be replaced by that \
-file plus the most recent messages, so write down everything you need to continue the task."""
-"""The request shown to the agent. Placeholders: `{path}`, `{long_term}`, `{limit}`, `{tool}`, `{pct}`."""
-
 _RUN_ENDED = f"the run ended before {TOOL_NAME} was called"
-
-_LONG_TERM = (
-    "2. Optionally, add what should outlive this task (conventions, the user's preferences, lasting decisions) to "
-    "`{path}`; that file is not replaced.\n"
-)
 
 
 @dataclass
@@ -143,12 +128,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         self.short_term_path = check_relative_path(self.short_term_path, "short_term_path")
         if self.long_term_path is not None:
             self.long_term_path = check_relative_path(self.long_term_path, "long_term_path")
-        try:
-            self._request_text(CompressionRunState())
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"request_template: {exc!r}; placeholders are {{path}}, {{long_term}}, {{limit}}, {{tool}}, {{pct}}"
-            ) from exc
+        check_request_template(self.request_template, path=self.short_term_path, long_term_path=self.long_term_path)
 
     # -- capability hooks ----------------------------------------------------------------------------------------
 
@@ -312,10 +292,13 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         return max(int(self.target_ratio * state.budget) // 2, 1)
 
     def _request_text(self, state: CompressionRunState) -> str:
-        long_term = _LONG_TERM.format(path=self.long_term_path) if self.long_term_path else ""
         pct = state.tokens / state.budget if state.budget else 0.0
-        return self.request_template.format(
-            path=self.short_term_path, long_term=long_term, limit=self._limit(state), tool=TOOL_NAME, pct=pct
+        return compression_request(
+            self.request_template,
+            path=self.short_term_path,
+            long_term_path=self.long_term_path,
+            limit=self._limit(state),
+            pct=pct,
         )
 
     # -- cutting the history -------------------------------------------------------------------------------------
