@@ -13,7 +13,6 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
-    ModelResponse,
     ToolCallPart,
     ToolReturnPart,
 )
@@ -25,6 +24,7 @@ from summarization_pydantic_ai._tokens import estimate_text_tokens
 from summarization_pydantic_ai.compression import detect_kind, make_preview
 
 from ..backends import BackendProtocol, normalize_path
+from ._agent_mode import archive_toolset, marked, pending_return, turns_after, unmarked
 from ._content import as_text, pageable, printable, referenced_paths
 from ._policy import (
     EVICTION_METADATA_KEY,
@@ -186,14 +186,10 @@ class EvictionProcessor(AbstractCapability[Any]):
         base_metadata = _metadata(result.metadata) if isinstance(result, ToolReturn) else {}  # pyright: ignore[reportUnknownMemberType]
         content = result.content if isinstance(result, ToolReturn) else None  # pyright: ignore[reportUnknownMemberType]
         if policy.mode == "agent":
-            marker = (
-                f"\n\n[This output is large (~{estimate_text_tokens(text):,} tokens). Take what you need now, then "
-                f"call "
-                f'archive_tool_output(tool_call_id="{call.tool_call_id}") to move it out of the context; it is '
-                f"archived automatically after {policy.archive_after_turns} more turns.]"
-            )
+            tokens, turns = estimate_text_tokens(text), policy.archive_after_turns
+            shown = marked(text, tokens=tokens, tool_call_id=call.tool_call_id, archive_after_turns=turns)
             metadata = {**base_metadata, EVICTION_METADATA_KEY: {"mode": "agent", "state": "pending"}}
-            return ToolReturn(return_value=text + marker, content=content, metadata=metadata)
+            return ToolReturn(return_value=shown, content=content, metadata=metadata)
         if backend is None:
             await self._emit(
                 EvictionFailed(call.tool_name, call.tool_call_id, "no backend: set deps.backend or backend=")
@@ -240,20 +236,7 @@ class EvictionProcessor(AbstractCapability[Any]):
     def get_toolset(self) -> FunctionToolset[Any] | None:
         if not any(p.mode == "agent" for p in self.policies):
             return None
-        toolset: FunctionToolset[Any] = FunctionToolset()
-        requests = self._archive_requests
-
-        @toolset.tool_plain
-        def archive_tool_output(tool_call_id: str) -> str:
-            """Move a large tool output you no longer need in full out of the context (it stays readable).
-
-            Args:
-                tool_call_id: the id named in the output's marker.
-            """
-            requests.add(tool_call_id)
-            return f"Output {tool_call_id} will be archived before your next request; its path will be in its place."
-
-        return toolset
+        return archive_toolset(self._archive_requests)
 
     async def _process(
         self, messages: list[ModelMessage], state: RunState, ctx: RunContext[Any] | None
@@ -381,24 +364,17 @@ class EvictionProcessor(AbstractCapability[Any]):
         request = messages[i] if i < len(messages) else None
         if not isinstance(request, ModelRequest) or backend is None:
             return
-        found = next(
-            (
-                (j, p)
-                for j, p in enumerate(request.parts)
-                if isinstance(p, ToolReturnPart) and p.tool_call_id == call_id
-            ),
-            None,
-        )
+        found = pending_return(request, call_id)
         if found is None:
             state.pending.pop(call_id, None)
             return
         j, part = found
         policy = self.policy_for(part.tool_name)
-        turns = sum(isinstance(m, ModelResponse) for m in messages[i + 1 : i + 1 + 2 * policy.archive_after_turns])
+        turns = turns_after(messages, i, policy.archive_after_turns)
         asked = call_id in self._archive_requests
         if not asked and turns < policy.archive_after_turns:
             return
-        text = str(part.content).rsplit("\n\n[This output is large", 1)[0]
+        text = unmarked(part.content)
         evicted = await self.evict_text(
             backend, text, tool_name=part.tool_name, tool_call_id=call_id, policy=policy, referenced=messages
         )
