@@ -237,3 +237,28 @@ async def test_a_failing_cost_callback_is_reported_and_the_run_goes_on() -> None
 def test_bad_settings_are_refused_clearly(kwargs: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         CostTrackingMiddleware(**kwargs)
+
+
+async def test_a_summary_made_at_the_runs_first_request_is_in_the_runs_totals(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    reader, summarizer = Reader(), SummaryModel()
+    roomy = ContextManagerMiddleware(messages_path=path, max_tokens=1_000_000)
+    first = CostTrackingMiddleware(context_manager=roomy)
+    agent = make_agent(reader, [roomy, first])
+    history: list[ModelMessage] = []
+    for i in range(4):
+        history = (await agent.run(f"read file {i}", message_history=history)).all_messages()
+    before = first.totals
+    assert before is not None and summarizer.calls == 0
+
+    # The next run is given a history over the (smaller) limit: it is compacted at the run's very first request.
+    manager = context_manager(path, summarizer)
+    cost = CostTrackingMiddleware(context_manager=manager)
+    await make_agent(reader, [manager, cost]).run("one more", message_history=history)
+
+    run, after = cost.run_totals, cost.totals
+    assert run is not None and after is not None and summarizer.calls >= 1
+    assert run.summarizer.requests == summarizer.calls
+    assert after.summarizer.requests == before.summarizer.requests + run.summarizer.requests
+    assert before.total.cost_usd is not None and run.total.cost_usd is not None
+    assert after.total.cost_usd == before.total.cost_usd + run.total.cost_usd
