@@ -1,7 +1,8 @@
 """Typed events the processors report: what they did, when, and at what cost.
 
 Pass `event_callback=` to any processor; it receives these dataclasses (sync or async callback). A callback that
-raises is logged and otherwise ignored: observing a run never aborts it.
+raises is logged and otherwise ignored: observing a run never aborts it. The overflow-recovery events are
+defined in `_overflow_events` and importable from here like the others.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, TypeAlias
+
+from ._overflow_events import OverflowRecovered, OverflowRecoveryFailed, OverflowRetry
 
 __all__ = [
     "AgentCompressionCompleted",
@@ -244,68 +247,6 @@ class AgentCompressionFallback:
     processor: str
     attempts: int
     reason: str
-
-
-@dataclass(frozen=True)
-class OverflowRetry:
-    """One retry of a request the provider rejected as too long (see Overflow recovery)."""
-
-    steps: tuple[str, ...]
-    """The ladder steps that shrank the history, in order: `'clear_tool_results'`, `'truncate_tool_returns'`,
-    `'summarize'`, `'slide_window'`."""
-    tokens_before: int
-    """Our estimate of the rejected request (messages, instructions and tools)."""
-    tokens_after: int
-    """Our estimate of the retried request: always below `tokens_before`."""
-    target_tokens: int
-    """What the ladder aimed for (our estimate, with the safety margin); the retry is sent even when the
-    strongest step could not reach it, as long as it is smaller."""
-    provider_tokens: int | None = None
-    """The size of the rejected prompt as the provider counted it, when its error said."""
-    provider_limit: int | None = None
-    """The provider's context window, when its error said."""
-    provider_output_tokens: int | None = None
-    """The output tokens the provider counted against the window (`max_tokens`), when its error said."""
-
-
-class _OverflowReport:
-    retries: tuple[OverflowRetry, ...]
-
-    @property
-    def steps(self) -> tuple[str, ...]:
-        """Every ladder step that ran, over all retries, in order."""
-        return tuple(step for retry in self.retries for step in retry.steps)
-
-    @property
-    def estimates(self) -> tuple[int, ...]:
-        """Our estimate of the first rejected request, then of each retry: strictly decreasing."""
-        if not self.retries:
-            return ()
-        return (self.retries[0].tokens_before, *(retry.tokens_after for retry in self.retries))
-
-
-@dataclass(frozen=True)
-class OverflowRecovered(_OverflowReport):
-    """A request the provider rejected as too long succeeded after `len(retries)` smaller retries."""
-
-    processor: str
-    retries: tuple[OverflowRetry, ...]
-
-
-@dataclass(frozen=True)
-class OverflowRecoveryFailed(_OverflowReport):
-    """Overflow recovery gave up: the original error is raised, with a note of what was tried."""
-
-    processor: str
-    retries: tuple[OverflowRetry, ...]
-    """The retries made before giving up (possibly none)."""
-    reason: str
-    error: str
-    """The original error, as text."""
-    tokens: int | None = None
-    """Our estimate of the last rejected request."""
-    provider_tokens: int | None = None
-    provider_limit: int | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from summarization_pydantic_ai.store import redact_url
 from summarization_pydantic_ai.store._postgres import PostgresHistoryDatabase
+from summarization_pydantic_ai.store._postgres._db import first_connect_options, unreachable_message
 
 from ..checkpoints._store import Checkpoint, CheckpointNotFoundError, validate_checkpoint_id
 from ..memory._storage import check_agent_name
@@ -133,6 +134,7 @@ class _SyncTables:
     def _open(self) -> ConnectionPool[Connection[tuple[Any, ...]]]:
         with self._lock:
             if self._pool is None:
+                self._create_schema()  # on a direct connection: an unreachable server fails now, not after `timeout`
                 pool: ConnectionPool[Connection[tuple[Any, ...]]] = ConnectionPool(
                     self.dsn,
                     min_size=0,
@@ -142,16 +144,19 @@ class _SyncTables:
                     kwargs={"autocommit": True},
                 )
                 pool.open(wait=False)
-                try:
-                    with pool.connection() as conn, conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                        for statement in _SCHEMA:
-                            conn.execute(self.tables.sql(statement))
-                except BaseException:
-                    pool.close()
-                    raise
                 self._pool = pool
             return self._pool
+
+    def _create_schema(self) -> None:
+        options = first_connect_options(self.dsn, {"autocommit": True}, self._timeout)
+        try:
+            conn = Connection.connect(self.dsn, **options)
+        except psycopg.OperationalError as exc:
+            raise StorageError(unreachable_message(redact_url(self.dsn), self.dsn, exc)) from exc
+        with conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            for statement in _SCHEMA:
+                conn.execute(self.tables.sql(statement))
 
     def close(self) -> None:
         with self._lock:

@@ -37,6 +37,8 @@ class RunCost:
     """What the session's ledger was seeded from (`SessionSeeds`), to hand the ledger back at the run's end."""
     produced: list[str] = field(default_factory=list[str])
     """The ids of the requests the run priced as they came (responses, summaries)."""
+    given_summaries: list[ModelRequest] = field(default_factory=list[ModelRequest])
+    """The summaries in the history the run was given (the session's, not the run's)."""
 
 
 @dataclass

@@ -72,3 +72,13 @@ def make_agent(reader: Reader, capabilities: list[Any], model_name: str = "gpt-4
         return f"# {path}\n" + "def f():\n    return 42\n" * 80
 
     return agent
+
+
+async def read_files(
+    agent: Agent[Any, str], runs: int, history: list[ModelMessage] | None = None
+) -> list[ModelMessage]:
+    """`runs` runs of `agent` ("read file 0", "read file 1", ...), each continuing the history of the one before."""
+    messages = list(history or [])
+    for i in range(runs):
+        messages = (await agent.run(f"read file {i}", message_history=messages)).all_messages()
+    return messages

@@ -24,7 +24,7 @@ from summarization_pydantic_ai import (
 )
 from summarization_pydantic_ai.cost import BudgetExceededError, CostTrackingMiddleware, session_costs
 
-from ._scripted import AGENT_USAGE, SUMMARY_USAGE, Reader, SummaryModel, hand_price, make_agent
+from ._scripted import AGENT_USAGE, SUMMARY_USAGE, Reader, SummaryModel, hand_price, make_agent, read_files
 
 PER_REQUEST = hand_price(AGENT_USAGE, "gpt-4o")
 
@@ -41,9 +41,7 @@ async def test_totals_match_calc_price_to_the_cent_with_the_summarizer_included(
     manager = context_manager(tmp_path / "messages.json", summarizer)
     cost = CostTrackingMiddleware(context_manager=manager)
     agent = make_agent(reader, [manager, cost])
-    history: list[ModelMessage] = []
-    for i in range(6):
-        history = (await agent.run(f"read file {i}", message_history=history)).all_messages()
+    await read_files(agent, 6)
 
     totals = cost.totals
     assert totals is not None
@@ -114,9 +112,7 @@ async def test_a_resumed_session_continues_its_totals(tmp_path: Path) -> None:
     manager = context_manager(path, summarizer)
     first = CostTrackingMiddleware(context_manager=manager)
     agent = make_agent(reader, [manager, first])
-    history: list[ModelMessage] = []
-    for i in range(4):
-        history = (await agent.run(f"read file {i}", message_history=history)).all_messages()
+    await read_files(agent, 4)
     before = first.totals
     assert before is not None and before.total.cost_usd
 
@@ -237,3 +233,26 @@ async def test_a_failing_cost_callback_is_reported_and_the_run_goes_on() -> None
 def test_bad_settings_are_refused_clearly(kwargs: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
         CostTrackingMiddleware(**kwargs)
+
+
+async def test_a_summary_made_at_the_runs_first_request_is_in_the_runs_totals(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    reader, summarizer = Reader(), SummaryModel()
+    roomy = ContextManagerMiddleware(messages_path=path, max_tokens=1_000_000)
+    first = CostTrackingMiddleware(context_manager=roomy)
+    agent = make_agent(reader, [roomy, first])
+    history = await read_files(agent, 4)
+    before = first.totals
+    assert before is not None and summarizer.calls == 0
+
+    # The next run is given a history over the (smaller) limit: it is compacted at the run's very first request.
+    manager = context_manager(path, summarizer)
+    cost = CostTrackingMiddleware(context_manager=manager)
+    await make_agent(reader, [manager, cost]).run("one more", message_history=history)
+
+    run, after = cost.run_totals, cost.totals
+    assert run is not None and after is not None and summarizer.calls >= 1
+    assert run.summarizer.requests == summarizer.calls
+    assert after.summarizer.requests == before.summarizer.requests + run.summarizer.requests
+    assert before.total.cost_usd is not None and run.total.cost_usd is not None
+    assert after.total.cost_usd == before.total.cost_usd + run.total.cost_usd

@@ -20,7 +20,7 @@ from summarization_pydantic_ai.cost import (
     session_costs,
 )
 
-from ._scripted import AGENT_USAGE, SUMMARY_USAGE, Reader, SummaryModel, hand_price, make_agent
+from ._scripted import AGENT_USAGE, SUMMARY_USAGE, Reader, SummaryModel, hand_price, make_agent, read_files
 
 
 async def run_session(path: Path, prompts: int, reader: Reader, summarizer: SummaryModel) -> list[ModelMessage]:
@@ -31,10 +31,7 @@ async def run_session(path: Path, prompts: int, reader: Reader, summarizer: Summ
         summarization_model=FunctionModel(summarizer, model_name="gpt-4o-mini"),
     )
     agent = make_agent(reader, [middleware])
-    history: list[ModelMessage] = []
-    for i in range(prompts):
-        history = (await agent.run(f"read file {i}", message_history=history)).all_messages()
-    return history
+    return await read_files(agent, prompts)
 
 
 async def test_a_session_costs_what_calc_price_says_summarizer_included(tmp_path: Path) -> None:

@@ -85,6 +85,22 @@ async def test_an_unreachable_server_is_a_clear_error_without_the_password() -> 
     await database.close()
 
 
+async def test_an_unreachable_server_fails_at_once_for_histories_and_checkpoints() -> None:
+    from pydantic_deep.storage import StorageError, open_storage
+
+    with socket_port() as port:
+        storage = open_storage(f"postgresql://app:s3cret@127.0.0.1:{port}/db")  # the default 30 s pool timeout
+        started = time.monotonic()
+        with pytest.raises(HistoryStoreError) as history_error:
+            await storage.history.session("s").load()
+        with pytest.raises(StorageError) as checkpoint_error:
+            storage.checkpoints("s").list()
+        assert time.monotonic() - started < 10  # refused: no waiting for the pool's timeout
+    for error in (history_error.value, checkpoint_error.value):
+        assert "s3cret" not in str(error) and f"no connection to postgresql://app:***@127.0.0.1:{port}/db" in str(error)
+    await storage.close()
+
+
 @contextlib.contextmanager
 def socket_port() -> Iterator[int]:
     """A loopback port nothing listens on (bound, never listening, for the duration)."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from .._database import SearchHit, SessionSummary
@@ -20,9 +22,26 @@ from ._search import search_rows
 if TYPE_CHECKING:
     from ._store import PostgresHistoryStore
 
-__all__ = ["PostgresHistoryDatabase", "open_postgres_database"]
+__all__ = ["PostgresHistoryDatabase", "first_connect_options", "open_postgres_database", "unreachable_message"]
 
 Connection = AsyncConnection[tuple[Any, ...]]
+
+
+def first_connect_options(dsn: str, options: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The options of the first, direct connection: `options`, with a libpq `connect_timeout` of `timeout` unless
+    the URL or `options` set one (libpq waits for the operating system's TCP timeout otherwise)."""
+    if "connect_timeout" in options or "connect_timeout" in conninfo_to_dict(dsn):
+        return options
+    return {**options, "connect_timeout": max(2, math.ceil(timeout))}  # libpq's minimum is 2 s
+
+
+def unreachable_message(url: str, dsn: str, exc: psycopg.Error) -> str:
+    """'no connection to <url>: <the server's or libpq's reason>', with the password never shown."""
+    reason = " ".join(str(exc).split())[:500]
+    password = conninfo_to_dict(dsn).get("password")
+    if password:
+        reason = reason.replace(str(password), "***")
+    return f"no connection to {url}: {reason}"
 
 
 class PostgresHistoryDatabase:
@@ -87,6 +106,9 @@ class PostgresHistoryDatabase:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
+                # One direct connection first, for the schema: a server that refuses or does not answer is an
+                # error now, not after the pool's `timeout` of retries.
+                await self._migrate_once()
                 pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
                     self._dsn,
                     open=False,
@@ -96,13 +118,20 @@ class PostgresHistoryDatabase:
                 )
                 try:
                     await pool.open(wait=True, timeout=self._pool_options["timeout"])
-                    async with pool.connection() as conn:
-                        await migrate(conn, self.tables, self.url)
                 except BaseException:
                     await pool.close()
                     raise
                 self._pool = pool
             return self._pool
+
+    async def _migrate_once(self) -> None:
+        options = first_connect_options(self._dsn, self._connect_options, self._pool_options["timeout"])
+        try:
+            conn: Connection = await AsyncConnection.connect(self._dsn, **options)
+        except psycopg.OperationalError as exc:
+            raise HistoryStoreError(unreachable_message(self.url, self._dsn, exc)) from exc
+        async with conn:
+            await migrate(conn, self.tables, self.url)
 
     @asynccontextmanager
     async def connection(self) -> AsyncGenerator[Connection]:
