@@ -1,7 +1,7 @@
 """The default history store: `messages.json`, an append-only JSON array, one checksummed record per line.
 
 - It always is a JSON array that `ModelMessagesTypeAdapter.validate_json` loads; the framing is in `_framing`.
-- An append writes only the new records (over the closing `\n]\n`): its cost is that of the new messages.
+- An append (`_appending`) writes only the new records, over the closing `\n]\n`: its cost is that of the new messages.
 - A message appended again with new content is a new version; reads return the latest at the first's place.
 - Damage anywhere loses only the damaged records; opening for writing repairs the file (each good record at its
   offset, the damaged original kept beside it) and logs a warning; `verify()` reports, `repair()` repairs.
@@ -21,9 +21,9 @@ from typing import BinaryIO
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from .._messages import get_message_id, summary_info
+from ._appending import new_records, place, write_tail
 from ._database import SearchHit
-from ._framing import FOOTER, HEADER, Record, clean_summary, encode, repaired, scan
+from ._framing import FOOTER, HEADER, Record, encode, repaired, scan
 from ._json_search import load_search_texts, load_versions, save_search_text
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._paging import check_page, page_of
@@ -240,83 +240,28 @@ class JsonHistoryStore:
 
     def append_sync(self, messages: Sequence[ModelMessage]) -> int:
         """Record new messages, and a new version of each recorded message whose content changed; returns how
-        many records were written."""
+        many records were written (the append itself is in `_appending`)."""
         if self._read_only:
             raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to write")
         with self._lock:
             handle = self._ensure_open()
-            new: list[tuple[str, bytes, int, ModelMessage]] = []
-            batch: dict[str, int] = {}
-            for message in messages:
-                message_id = get_message_id(message)
-                if message_id is None:
-                    raise HistoryStoreError("every recorded message needs an id: call ensure_message_id first")
-                try:
-                    raw, crc = encode(message)
-                except (ValueError, TypeError) as exc:
-                    raise HistoryStoreError(
-                        f"message {message_id!r} cannot be recorded in {self._path}: {str(exc)[:300]}"
-                    ) from exc
-                position = self._positions.get(message_id)
-                latest = batch.get(message_id, self._slots[position].crc if position is not None else None)
-                if latest is not None and latest != crc and position is not None and message_id not in batch:
-                    latest = self._current_crc(self._slots[position])  # written by another version? compare anew
-                if latest == crc:
-                    continue  # recorded already, unchanged
-                batch[message_id] = crc
-                new.append((message_id, raw, crc, message))
+            new = new_records(
+                messages, self._slots, self._positions, read=lambda r: self._read_raw([r])[0], where=self._path
+            )
             if not new:
                 return 0
-            chunk = bytearray()
-            offsets: list[int] = []
-            for _, raw, _, _ in new:
-                if self._records_in_file or offsets:
-                    chunk += b",\n"
-                offsets.append(self._end + len(chunk))
-                chunk += raw
-            self._write_tail(handle, bytes(chunk))
-            for (message_id, raw, crc, message), offset in zip(new, offsets, strict=True):
-                info = summary_info(message)
-                self._index(Record(offset, len(raw), message_id, clean_summary(info) if info else None, crc, True))
-            self._records_in_file += len(new)
-            self._end = offsets[-1] + len(new[-1][1])
-            return len(new)
-
-    def _current_crc(self, record: Record) -> int:
-        """The checksum of `record` as this process encodes it (files written by an older version, or format 1,
-        may encode the same message differently); cached on the record."""
-        if not record.current:
-            record.current = True
-            with contextlib.suppress(HistoryStoreError, ValueError, TypeError):  # unreadable: write the new one
-                record.crc = encode(self._read_raw([record])[0])[1]
-        return record.crc
-
-    def _write_tail(self, handle: BinaryIO, chunk: bytes) -> None:
-        try:
-            handle.seek(self._end)
-            self._write(handle, chunk + FOOTER)
-            if self._bytes_after_end:
-                handle.truncate()
-                self._bytes_after_end = False
-            if self.fsync:
-                os.fsync(handle.fileno())
-        except OSError as exc:
-            self._bytes_after_end = True
-            # Put the footer back after the last acknowledged record (the file stays a valid array); if even
-            # that fails, the next open finds a torn tail and loses only the records of this append.
-            with contextlib.suppress(OSError):
-                handle.seek(self._end)
-                handle.write(FOOTER)
-                handle.flush()
-                handle.truncate()
-            raise HistoryStoreError(
-                f"appending to {self._path} at byte {self._end} failed ({exc}); the records before it are intact"
-            ) from exc
-
-    @staticmethod
-    def _write(handle: BinaryIO, data: bytes) -> None:
-        handle.write(data)
-        handle.flush()
+            chunk, records = place(new, self._end, after_records=self._records_in_file > 0)
+            try:
+                write_tail(handle, self._end, chunk, cut=self._bytes_after_end, fsync=self.fsync, where=self._path)
+            except HistoryStoreError:
+                self._bytes_after_end = True  # bytes of this append may follow the footer: the next one cuts them
+                raise
+            self._bytes_after_end = False
+            for record in records:
+                self._index(record)
+            self._records_in_file += len(records)
+            self._end = records[-1].offset + records[-1].length
+            return len(records)
 
     def _read_raw(self, records: Sequence[Record]) -> list[ModelMessage]:
         # Every caller opened the file just before (a read-only view re-scans it on each open: once is enough).

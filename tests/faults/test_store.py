@@ -20,6 +20,7 @@ from summarization_pydantic_ai import (
     get_message_id,
     read_records,
 )
+from summarization_pydantic_ai.store import _appending
 
 pytestmark = pytest.mark.faults
 
@@ -156,7 +157,7 @@ def test_a_full_disk_on_append_keeps_earlier_records(
         handle.flush()
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(JsonHistoryStore, "_write", staticmethod(full_disk))
+    monkeypatch.setattr(_appending, "_write", full_disk)
     with pytest.raises(HistoryStoreError, match=r"at byte \d+ failed .*No space left"):
         store.append_sync(later)
     assert _ids([r.message for r in read_records(path).records]) == _ids(earlier)
