@@ -25,8 +25,8 @@ from .._events import (
     emit_event,
 )
 from .._sizes import Measure
-from .._tokens import RequestInfo, TokenCounter, estimate_text_tokens
-from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens, resolve_budget
+from .._tokens import TokenCounter, estimate_text_tokens
+from ..processors._base import RunInfo, check_counter, measure, request_info, resolve_budget
 from ..store import HistoryStore
 from ._agent_request import DEFAULT_COMPRESSION_REQUEST, TOOL_NAME, check_request_template, compression_request
 from ._agent_state import Attempt, CompressionRunState, Unfinished
@@ -144,7 +144,7 @@ class AgentDrivenCompression(AbstractCapability[Any]):
         if state is None:
             return request_context  # only a run has the file tools and the tool this needs
         messages = request_context.messages
-        run = RunInfo(ctx, _request_info(request_context))
+        run = RunInfo(ctx, request_info(request_context))
         state.budget = self._budget(run)
         threshold = int(self.trigger * state.budget)
         size = await measure(messages, self.token_counter, run, state.budget, threshold)
@@ -382,12 +382,3 @@ class AgentDrivenCompression(AbstractCapability[Any]):
             event_callback=self.event_callback,
         )
         return await compactor.compact(messages)
-
-
-def _request_info(request_context: ModelRequestContext) -> RequestInfo:
-    return RequestInfo(
-        model=request_context.model,
-        model_settings=request_context.model_settings,
-        model_request_parameters=request_context.model_request_parameters,
-        overhead_tokens=request_overhead_tokens(request_context),
-    )

@@ -21,8 +21,8 @@ from pydantic_ai.tools import ToolDefinition
 from .._events import EventCallback, ToolOutputTruncated, emit_event
 from .._pinning import WorkingSetSettings
 from .._sizes import normalize_keep
-from .._tokens import RequestInfo, TokenCounter, count_tokens_approximately
-from ..processors._base import RunInfo, check_counter, measure, request_overhead_tokens
+from .._tokens import TokenCounter, count_tokens_approximately
+from ..processors._base import RunInfo, check_counter, measure, request_info
 from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import RUN_MODEL, Summarizer
@@ -104,10 +104,10 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
     fsync: bool = False
     """fsync every append (survives power loss, not just a killed process); slower."""
     lock_timeout: float = 0.0
+    """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     shared_file: bool = False
     """Let a run that does not continue the file's conversation append to it anyway (see "One file, one
     conversation"); by default such a run is refused with a `HistoryStoreError` saying how to resume."""
-    """Seconds to wait for another process's lock on messages.json (0: fail at once with `HistoryStoreLockedError`)."""
     expose_history_tool: bool = False
     """Give the agent a `read_history(start_id, end_id)` tool, and point summaries at the originals."""
     overflow_recovery: bool = True
@@ -230,12 +230,7 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
     ) -> ModelRequestContext:
         state = self._run or self._plain
         state.overflow = None  # a new request step: its own overflow retries
-        info = RequestInfo(
-            model=request_context.model,
-            model_settings=request_context.model_settings,
-            model_request_parameters=request_context.model_request_parameters,
-            overhead_tokens=request_overhead_tokens(request_context),
-        )
+        info = request_info(request_context)
         messages = request_context.messages
         store = self._store_for_run(ctx)
         if not state.conversation_checked:  # the run's first request: its history is the given message_history

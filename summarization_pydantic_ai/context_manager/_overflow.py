@@ -18,9 +18,9 @@ from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, 
 from .._messages import get_message_id, summary_info
 from .._render import iter_media, part_text
 from .._sizes import Measure
-from .._tokens import RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
+from .._tokens import TokenCounter, async_count_tokens, estimate_text_tokens
 from .._working_set import WorkingSetOptions, protected_call_ids
-from ..processors._base import RunInfo, measure, request_overhead_tokens
+from ..processors._base import RunInfo, measure, request_info
 from ..processors._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
 from ..processors._sliding_window import window_marker_for
 from ..processors._summarization import keep_message_counter, new_problems
@@ -311,12 +311,7 @@ class OverflowMixin(CompressionMixin):
         previous: int | None,
     ) -> tuple[int, LadderResult]:
         """Our estimate of the rejected request, and what the ladder made of it."""
-        info = RequestInfo(
-            model=request_context.model,
-            model_settings=request_context.model_settings,
-            model_request_parameters=request_context.model_request_parameters,
-            overhead_tokens=request_overhead_tokens(request_context),
-        )
+        info = request_info(request_context)
         run = RunInfo(ctx, info)
 
         async def estimate(history: list[ModelMessage]) -> int:

@@ -23,7 +23,7 @@ from .._sizes import ContextSize, Measure, check_keep_below_trigger, normalize_k
 from .._tokens import RequestAwareCounter, RequestInfo, TokenCounter, async_count_tokens, estimate_text_tokens
 from .._windows import DEFAULT_MAX_TOKENS, is_offline_model, resolve_max_tokens
 
-__all__ = ["HistoryProcessor", "RunInfo", "request_overhead_tokens"]
+__all__ = ["HistoryProcessor", "RunInfo", "request_info", "request_overhead_tokens"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -40,6 +40,16 @@ def request_overhead_tokens(request_context: ModelRequestContext) -> int:
         schema = json.dumps(tool.parameters_json_schema, separators=(",", ":"), default=str)
         total += TOOL_DEFINITION_OVERHEAD_TOKENS + estimate_text_tokens(tool.name + (tool.description or "") + schema)
     return total
+
+
+def request_info(request_context: ModelRequestContext) -> RequestInfo:
+    """What a counter may know about the request being prepared (`RequestInfo`), from the hook's context."""
+    return RequestInfo(
+        model=request_context.model,
+        model_settings=request_context.model_settings,
+        model_request_parameters=request_context.model_request_parameters,
+        overhead_tokens=request_overhead_tokens(request_context),
+    )
 
 
 @dataclass
@@ -72,12 +82,7 @@ class HistoryProcessor(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        info = RequestInfo(
-            model=request_context.model,
-            model_settings=request_context.model_settings,
-            model_request_parameters=request_context.model_request_parameters,
-            overhead_tokens=request_overhead_tokens(request_context),
-        )
+        info = request_info(request_context)
         messages = request_context.messages  # not copied: `process` never mutates its input
         result = await self.process(messages, RunInfo(ctx, info))
         if result is not messages:
