@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -21,13 +20,12 @@ from summarization_pydantic_ai.store import (
     CopyReport,
     HistoryDatabase,
     JsonHistoryDatabase,
-    StoreURLError,
     copy_sessions,
-    redact_url,
     store_kind,
     validate_session_id,
 )
 from summarization_pydantic_ai.store import open_database as open_history_database
+from summarization_pydantic_ai.store._url import import_postgres_support
 
 from ..checkpoints._store import FileCheckpointStore
 from ._file import FileMemoryStore
@@ -92,13 +90,7 @@ def open_storage(url: str | os.PathLike[str], **options: Any) -> Storage:
             on_close=[tables.close],
             session_metadata=SQLiteSessionMetadataStore(tables),
         )
-    try:
-        module = importlib.import_module(f"{__package__}._postgres")
-    except ImportError as exc:
-        raise StoreURLError(
-            f"{redact_url(text)} needs PostgreSQL support: pip install 'summarization-pydantic-ai[postgres]' "
-            f"(import failed: {exc})"
-        ) from exc
+    module = import_postgres_support(f"{__package__}._postgres", text)
     return cast(Storage, module.open_postgres_storage(text, **options))
 
 

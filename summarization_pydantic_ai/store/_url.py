@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from types import ModuleType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -97,14 +98,19 @@ def open_database(url: str | os.PathLike[str], **options: Any) -> HistoryDatabas
 
 
 def _open_postgres(url: str, **options: Any) -> HistoryDatabase:
+    module = import_postgres_support(f"{__package__}._postgres", url)
+    return cast(HistoryDatabase, module.open_postgres_database(url, **options))
+
+
+def import_postgres_support(module_name: str, url: str) -> ModuleType:
+    """Import `module_name` (a module that needs psycopg), or say how to install what `url` needs."""
     try:
-        module = importlib.import_module(f"{__package__}._postgres")
+        return importlib.import_module(module_name)
     except ImportError as exc:
         raise StoreURLError(
             f"{redact_url(url)} needs PostgreSQL support: pip install 'summarization-pydantic-ai[postgres]' "
             f"(psycopg 3 and psycopg-pool); import failed: {exc}"
         ) from exc
-    return cast(HistoryDatabase, module.open_postgres_database(url, **options))
 
 
 def open_store(url: str | os.PathLike[str], session_id: str | None = None, **options: Any) -> SearchableHistoryStore:

@@ -97,12 +97,19 @@ def test_unknown_schemes_and_missing_drivers_are_clear(tmp_path: Path) -> None:
 def test_a_missing_postgres_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [n for n in sys.modules if n == "psycopg" or n.startswith(("psycopg.", "psycopg_pool"))]:
         monkeypatch.delitem(sys.modules, name)
-    for name in [n for n in sys.modules if n.startswith("summarization_pydantic_ai.store._postgres")]:
+    for name in [
+        n
+        for n in sys.modules
+        if n.startswith(("summarization_pydantic_ai.store._postgres", "pydantic_deep.storage._postgres"))
+    ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
-    with pytest.raises(StoreURLError, match=r"pip install 'summarization-pydantic-ai\[postgres\]'") as info:
-        open_database("postgresql://me:s3cret@127.0.0.1:1/none")
-    assert "s3cret" not in str(info.value)
+    from pydantic_deep.storage import open_storage
+
+    for opening in (open_database, open_storage):  # the history database alone, and the harness's storage
+        with pytest.raises(StoreURLError, match=r"pip install 'summarization-pydantic-ai\[postgres\]'") as info:
+            opening("postgresql://me:s3cret@127.0.0.1:1/none")
+        assert "s3cret" not in str(info.value)
 
 
 async def test_open_store_selects_the_store(tmp_path: Path) -> None:
