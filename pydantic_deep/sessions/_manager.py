@@ -16,6 +16,7 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
 from summarization_pydantic_ai import InvalidSessionIdError, JsonHistoryStore, get_message_id, validate_session_id
+from summarization_pydantic_ai.store._json_search import load_search_texts, save_search_texts
 
 from ..backends import CompositeBackend, LocalBackend
 from ..checkpoints._store import FileCheckpointStore
@@ -186,8 +187,9 @@ class SessionManager:
 
         The fork holds every record up to that point, summaries included, so resuming it gives the history as
         the agent had it there: at a point before a compaction, the original messages (not the summary). The
-        evicted outputs and plans are copied (hard links where the file system allows). The original session is
-        not changed. In a database, the fork holds every version of those records and their search texts.
+        evicted outputs and plans are copied (hard links where the file system allows), with the search texts of
+        the copied messages (the full text of evicted outputs). The original session is not changed. In a
+        database, the fork holds every version of those records and their search texts.
         """
         new_id = new_session_id() if new_id is None else validate_session_id(new_id)
         if database := self._database():
@@ -289,13 +291,18 @@ def _is_session(folder: Path) -> bool:
 
 
 def _fill_fork(source: Path, target: Path, records: list[ModelMessage]) -> None:
-    """Write the fork's history through the store (its format and checksums), then copy the side directories."""
+    """Write the fork's history through the store (its format and checksums) with the search texts of its
+    messages (the full text of evicted outputs), then copy the side directories."""
     if records:
         store = JsonHistoryStore(target / "messages.json", fsync=True)
         try:
             store.append_sync(records)
         finally:
             store.close()
+        kept = {get_message_id(message) for message in records}
+        texts = {k: v for k, v in load_search_texts(source / "messages.json").items() if k in kept}
+        if texts:
+            save_search_texts(target / "messages.json", texts)
     copy_side_dirs(source, target)
 
 

@@ -15,7 +15,7 @@ from pydantic_ai.messages import ModelMessage
 from ._protocol import HistoryStoreError
 from ._reader import read_records
 
-__all__ = ["load_search_texts", "load_versions", "save_search_text", "search_texts_path"]
+__all__ = ["load_search_texts", "load_versions", "save_search_text", "save_search_texts", "search_texts_path"]
 
 
 def search_texts_path(history: Path) -> Path:
@@ -37,8 +37,11 @@ def load_search_texts(history: Path) -> dict[str, str]:
 
 def save_search_text(history: Path, message_id: str, text: str) -> None:
     """Set the text of one message (sync; the store's lock is held by the caller)."""
-    texts = load_search_texts(history)
-    texts[message_id] = text
+    save_search_texts(history, {**load_search_texts(history), message_id: text})
+
+
+def save_search_texts(history: Path, texts: dict[str, str]) -> None:
+    """Replace the search texts of `history` with `texts`, atomically (sync; no writer may run at the same time)."""
     path = search_texts_path(history)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

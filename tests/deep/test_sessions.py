@@ -178,7 +178,9 @@ async def test_fork_copies_evicted_outputs(tmp_path: Path) -> None:
     agent = create_deep_agent(
         FunctionModel(big), context_manager=middleware, eviction=EvictionProcessor(token_limit=1_000)
     )
-    agent.tool_plain(lambda: "\n".join(f"line {i}: {'x' * 60}" for i in range(2_000)), name="report")
+    lines = [f"line {i}: {'x' * 60}" for i in range(2_000)]
+    lines[1_000] = "line 1000: a zebra"  # the middle of the output: not in its preview (head and tail)
+    agent.tool_plain(lambda: "\n".join(lines), name="report")
     sessions = SessionManager(tmp_path)
     source = sessions.create("source")
     source_deps = sessions.deps(source.id)
@@ -190,6 +192,13 @@ async def test_fork_copies_evicted_outputs(tmp_path: Path) -> None:
     fork_deps = sessions.deps(fork.id)
     for path in evicted:
         assert await fork_deps.backend.read(path) == await source_deps.backend.read(path)
+    # The full text of the evicted output is searchable in the fork at once, not only after its next run.
+    store = JsonHistoryStore.open(fork.messages_path)
+    try:
+        hits = await store.search("zebra")
+        assert len(hits) == 1 and all("zebra" not in str(m.parts) for m in await store.load_all())
+    finally:
+        store.close()
     sessions.delete(source.id)
     assert await fork_deps.backend.read(evicted[0]), "the fork's copy outlives the original"
 
