@@ -107,9 +107,10 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         clone = replace(self)
-        # The summaries of the history the run is given (the session's); any other is made during the run, even
-        # at its very first request, before this middleware's first hook sees the history.
+        # The history the run is given, and its summaries (the session's): any other summary is made during the
+        # run, even at its very first request, before this middleware's first hook sees the history.
         clone._state = RunCost(given_summaries=summaries_in(ctx.messages))
+        clone._state.cursor.advance(ctx.messages)
         clone._limits = self._limits
         return clone
 
@@ -183,12 +184,9 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         else:
             state.session, state.seed = seeds.from_history(ctx.messages)  # every message of it counted or marked
         # The run's ledger only ever gets the run's responses and the summaries made during the run: those of
-        # the history it was given are the session's (counted above), and the summary search starts after them.
+        # the history it was given are the session's (counted above). The summary search starts from that history
+        # (`for_run`): one made at this first request is the run's (the session's ledger has it from the store).
         state.run.skip(state.given_summaries)
-        for summary in summaries_in(ctx.messages):  # made at this first request (the session's ledger has it)
-            for priced in state.run.add_summary(summary):
-                await self._report(priced, state)
-        state.cursor.advance(ctx.messages)
         state.last = _previous_request(ctx.messages)
 
     def _store(self, ctx: RunContext[Any]) -> HistoryStore | None:
