@@ -33,7 +33,7 @@ def default_backend(session_dir: Path | None) -> BackendProtocol:
     in memory without one."""
     if session_dir is None:
         return StateBackend()
-    return CompositeBackend(StateBackend(), routes={EVICTED_OUTPUTS_ROUTE: _on_first_use(session_dir)})
+    return CompositeBackend(StateBackend(), routes={EVICTED_OUTPUTS_ROUTE: local_on_first_use(session_dir)})
 
 
 class _LocalOnFirstUse:
@@ -50,7 +50,8 @@ class _LocalOnFirstUse:
         return getattr(self._backend, name)
 
 
-def _on_first_use(root: Path) -> BackendProtocol:
+def local_on_first_use(root: Path) -> BackendProtocol:
+    """A `LocalBackend` of `root`, made (and `root` created) when first used."""
     return cast("BackendProtocol", _LocalOnFirstUse(root))
 
 

@@ -28,6 +28,10 @@ __all__ = ["Interrupted", "TurnOutcome", "keep_cancelled_turn", "run_cancellable
 
 T = TypeVar("T")
 
+REBASED_KEY = "pydantic_deep.rebased_from"
+"""In the metadata of a prompt the chat recorded again after another writer's messages: the id of its first
+record (written before theirs, when the turn started)."""
+
 
 class Interrupted(Exception):
     """Ctrl-C cancelled the work (`run_cancellable`)."""
@@ -143,7 +147,12 @@ async def _after_conflict(
         state.ui.line(f"↻ {note}: your message is sent again, after theirs.", style="yellow")
         return await run_turn(state, prompt, retried=True)
     # This turn's messages the database does not hold yet, after theirs (its prompt may be recorded before theirs).
-    state.history = [*reloaded, *(m for m in mine if get_message_id(m) not in recorded)]
+    pending = [m for m in mine if get_message_id(m) not in recorded]
+    ours = {get_message_id(m) for m in [*before, *mine]}
+    rebased = bool(pending) and isinstance(pending[0], ModelResponse) and get_message_id(reloaded[-1]) not in ours
+    if rebased:  # the answer would follow their messages as if it answered them: the prompt goes before it again
+        pending.insert(0, _restated(prompt, mine))
+    state.history = [*reloaded, *pending]
     if not mine:
         state.history.append(ModelRequest(parts=[UserPromptPart(prompt)]))
     try:
@@ -152,9 +161,18 @@ async def _after_conflict(
         return TurnOutcome("failed", f"{note}; this turn is not saved: {exc}".splitlines()[0])
     last = mine[-1] if mine else None
     if isinstance(last, ModelResponse) and not last.tool_calls:  # the answer was complete: only its record waited
-        state.ui.line(f"↻ {note}: this turn is recorded after theirs.", style="yellow")
+        again = " (your message repeated before the answer)" if rebased else ""
+        state.ui.line(f"↻ {note}: this turn is recorded after theirs{again}.", style="yellow")
         return TurnOutcome("done")
     return TurnOutcome("failed", f"{note}: this turn's messages so far are kept after theirs")
+
+
+def _restated(prompt: str, mine: list[ModelMessage]) -> ModelRequest:
+    """The user's prompt again, for the part of a turn recorded after another writer's messages (the first
+    recording of the prompt, before theirs, stays where it is: records are never moved)."""
+    first = next((m for m in mine if isinstance(m, ModelRequest) and _has_prompt([m], prompt)), None)
+    origin = get_message_id(first) if first is not None else None
+    return ModelRequest(parts=[UserPromptPart(prompt)], metadata={REBASED_KEY: origin} if origin else None)
 
 
 async def run_cancellable(work: Awaitable[T]) -> T:

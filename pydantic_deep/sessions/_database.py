@@ -141,7 +141,9 @@ class DatabaseSessions:
             raise SessionExistsError(f"a session {session_id!r} exists already in {self.where}")
 
     async def _new_session(self, session_id: str, metadata: dict[str, str]) -> Path:
-        """Record the new session's metadata (one winner when two hosts create one id) and make its folder here."""
+        """Record the new session's metadata (one winner when two hosts create one id). Its folder on this host is
+        made only when something has to live there (an evicted output, a plan; `session.json` when the database
+        keeps no metadata)."""
         store = self.storage.session_metadata
         if store is None:
             folder = new_folder(self.sessions_dir, session_id, self.where)
@@ -149,9 +151,7 @@ class DatabaseSessions:
             return folder
         if not await anyio.to_thread.run_sync(store.create, session_id, metadata):
             raise SessionExistsError(f"a session {session_id!r} exists already in {self.where}")
-        folder = self.folder(session_id)
-        await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
-        return folder
+        return self.folder(session_id)
 
     async def _remove(self, session_id: str) -> None:
         """The session's records, search texts, checkpoints and metadata, and its folder on this host."""

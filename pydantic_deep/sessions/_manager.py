@@ -20,7 +20,7 @@ from summarization_pydantic_ai.store._json_search import load_search_texts, save
 
 from ..backends import CompositeBackend, LocalBackend
 from ..checkpoints._store import FileCheckpointStore
-from ..deps import DEFAULT_BASE_DIR, EVICTED_OUTPUTS_ROUTE, DeepAgentDeps, new_session_id
+from ..deps import DEFAULT_BASE_DIR, EVICTED_OUTPUTS_ROUTE, DeepAgentDeps, local_on_first_use, new_session_id
 from ._database import DatabaseSessions
 from ._folders import SessionExistsError, SessionNotFoundError, copy_side_dirs, new_folder, now, write_metadata
 from ._history import history_at, read_working, records_until
@@ -160,7 +160,9 @@ class SessionManager:
         folder = self.session_dir(session_id) if self.storage is not None else self._existing(session_id)
         if workspace is None:
             return DeepAgentDeps(base_dir=self.base_dir, session_id=session_id)
-        evicted = LocalBackend(folder)  # the route keeps its prefix: <session>/large_tool_results/...
+        # The route keeps its prefix (<session>/large_tool_results/...); the folder is made by the first output
+        # evicted (a database session may never need one on this host).
+        evicted = local_on_first_use(folder)
         backend = CompositeBackend(LocalBackend(workspace), routes={EVICTED_OUTPUTS_ROUTE: evicted})
         return DeepAgentDeps(backend=backend, base_dir=self.base_dir, session_id=session_id)
 

@@ -4,20 +4,29 @@ and the throwaway PostgreSQL server; the same commands and the same behaviour as
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo
+from rich.console import Console
 
 from pydantic_deep import SessionManager
 from pydantic_deep.cli import main
-from pydantic_deep.patch import PLACEHOLDER_PROMPT
+from pydantic_deep.cli._models import ResolvedModel
+from pydantic_deep.cli._scripted import scripted_model
+from pydantic_deep.cli._state import ChatState
+from pydantic_deep.cli._turn import run_turn
+from pydantic_deep.cli._ui import Ui
 from pydantic_deep.storage import open_storage
 from summarization_pydantic_ai import (
     ensure_message_id,
@@ -177,7 +186,27 @@ def test_unknown_sessions_and_an_empty_chat(
     result = run_cli(["chat", "--model", "test", *store], capsys, monkeypatch, stdin="/help\n/quit\n")
     assert result.status == 0 and "Session" not in result.out.split("› /quit", 1)[1]
     assert SessionManager(store=store_url).list() == []
-    assert not any((project / ".pydantic-deep" / "sessions").iterdir())
+    assert not (project / ".pydantic-deep").exists()
+
+
+def test_a_database_chat_touches_no_folder_it_does_not_need(
+    project: Path, store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History, checkpoints, memory and metadata are the database's: a chat that evicted no output and wrote no
+    plan leaves nothing under the session directory (it used to leave an empty session folder behind)."""
+    script = "hello\nread /notes.txt\n/checkpoint here\n/fork\n/sessions\n/quit\n"
+    result = run_cli(["chat", "--model", "test", "--store", store_url], capsys, monkeypatch, stdin=script)
+    assert result.status == 0, result.err
+    forked = re.search(r"Forked (\w+) → (\w+)", result.out)
+    assert forked and len(_records(store_url, forked.group(2))) == 6
+    assert not (project / ".pydantic-deep").exists()
+    manager = SessionManager(project / ".pydantic-deep", store=store_url)
+    created = manager.create()
+    assert created.id in {i.id for i in manager.list()} and not (project / ".pydantic-deep").exists()
+    # The folder is made when something of the session has to live on this host (an evicted output).
+    backend = manager.deps(created.id, workspace=project).backend
+    anyio.run(backend.write, "/large_tool_results/out.txt", "evicted")
+    assert (project / ".pydantic-deep" / "sessions" / created.id / "large_tool_results" / "out.txt").is_file()
 
 
 def test_a_password_in_the_url_never_shows(
@@ -290,55 +319,105 @@ def test_a_second_writer_meanwhile_reloads_and_sends_the_message_again(
     assert "You said: and now?" in str(records[-1].parts[0].content)  # type: ignore[union-attr]
 
 
-async def test_a_write_meanwhile_at_the_end_of_a_turn_keeps_the_answer_after_theirs(
-    tmp_path: Path, store_url: str
-) -> None:
-    """The other worker appends while the model answers: the answer is shown, and recorded after theirs."""
-    from pydantic_ai.models.function import AgentInfo
-    from rich.console import Console
+def _responses_in_a_row(messages: list[ModelMessage]) -> list[int]:
+    pairs = itertools.pairwise(messages)
+    return [i + 1 for i, (a, b) in enumerate(pairs) if isinstance(a, ModelResponse) and isinstance(b, ModelResponse)]
 
-    from pydantic_deep.cli._models import ResolvedModel
-    from pydantic_deep.cli._scripted import scripted_model
-    from pydantic_deep.cli._state import ChatState
-    from pydantic_deep.cli._turn import run_turn
-    from pydantic_deep.cli._ui import Ui
 
+Answer = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+@asynccontextmanager
+async def _chat(tmp_path: Path, store_url: str, answer: Answer) -> AsyncIterator[tuple[ChatState, io.StringIO]]:
+    """A chat on the database (its own writer handle) whose model is `answer`, and its screen."""
     manager = SessionManager(tmp_path / "base", store=store_url)
     writer = open_storage(store_url)
-    state: ChatState | None = None
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if len(messages) > 2 and state is not None and not theirs:  # the second turn: another worker writes now
-            session_id = state.id
-            worker = threading.Thread(target=lambda: theirs.extend(_other_worker(store_url, session_id)))
-            worker.start()
-            worker.join()
-        return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
-
-    theirs: list[str] = []
     screen = io.StringIO()
     resolved = ResolvedModel("test", scripted_model(answer, "answer"), None, 16_000)
-    state = await ChatState.start(manager, resolved, tmp_path, Ui(Console(file=screen, width=200)), writer=writer)
     try:
-        assert (await run_turn(state, "one")).status == "done"
-        assert (await run_turn(state, "two")).status == "done"
-        assert "this turn is recorded after theirs" in screen.getvalue()
-        before = list(state.history)
-        assert (await run_turn(state, "three")).status == "done"  # and the chat goes on from there
-        before_three = [get_message_id(m) for m in before]
-        records = await writer.history.session(state.id).load_all()
-        _check(records)
-        recorded = [get_message_id(m) for m in records]
-        assert recorded[: len(before_three)] == before_three  # every message of both writers, once, in order
-        assert theirs == before_three[3:5] and _prompts(records[:3]) == ["one", "two"]
-        assert "answer" in str(records[len(before_three) - 1].parts[0])  # the answer to "two", after theirs
-        assert "answer" in str(records[-1].parts[0])
-        # Nothing twice (the patch's placeholder turn between the two answers is a recorded insertion, not a copy).
-        prompts = [p for p in _prompts(records) if p != PLACEHOLDER_PROMPT]
-        assert prompts == ["one", "two", "from the other worker", "three"]
+        yield (
+            await ChatState.start(manager, resolved, tmp_path, Ui(Console(file=screen, width=200)), writer=writer),
+            screen,
+        )
     finally:
         await writer.close()
         await manager.close()
+
+
+async def test_a_write_meanwhile_at_the_end_of_a_turn_rebases_the_answer_after_theirs(
+    tmp_path: Path, store_url: str
+) -> None:
+    """The other worker appends while the model answers (this turn's prompt is recorded already, before theirs):
+    the answer is shown, and recorded after theirs behind the user's prompt again, never right after their
+    answer (two answers in a row, which the next run had to patch with a placeholder turn)."""
+    theirs: list[str] = []
+    session: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 2 and not theirs:  # the second turn: another worker writes now
+            _write_meanwhile(store_url, session[0], theirs)
+        return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+
+    async with _chat(tmp_path, store_url, answer) as (state, screen):
+        session.append(state.id)
+        assert (await run_turn(state, "one")).status == "done"
+        assert (await run_turn(state, "two")).status == "done"
+        assert "this turn is recorded after theirs" in screen.getvalue()
+        assert state.writer is not None
+        records = await state.writer.history.session(state.id).load_all()
+        _check(records)
+        assert _responses_in_a_row(records) == []
+        assert _prompts(records) == ["one", "two", "from the other worker", "two"]
+        assert [get_message_id(m) for m in records[3:5]] == theirs  # every message of both writers, once
+        assert str(records[-1].parts[0].content).startswith("answer")  # type: ignore[union-attr]
+        assert [get_message_id(m) for m in state.history] == [get_message_id(m) for m in records]
+        assert (await run_turn(state, "three")).status == "done"  # and the chat goes on from there
+        after = await state.writer.history.session(state.id).load_all()
+        _check(after)
+        assert [get_message_id(m) for m in after[: len(records)]] == [get_message_id(m) for m in records]
+        assert _prompts(after) == ["one", "two", "from the other worker", "two", "three"]  # no placeholder turn
+        assert _responses_in_a_row(after) == []
+
+
+async def test_a_write_meanwhile_between_a_tool_call_and_its_answer_keeps_the_exchange_after_theirs(
+    tmp_path: Path, store_url: str
+) -> None:
+    """The other worker appends while the model makes a tool call: recording the call and its result is refused
+    (nothing of it written); they are recorded after theirs, behind the user's prompt again, and the turn says
+    it stopped there."""
+    theirs: list[str] = []
+    session: list[str] = []
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        if _prompts([last]) == ["look"]:
+            _write_meanwhile(store_url, session[0], theirs)
+            return ModelResponse(parts=[ToolCallPart("ls", {"path": "/"}, tool_call_id="call-1")])
+        return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+
+    async with _chat(tmp_path, store_url, answer) as (state, _screen):
+        session.append(state.id)
+        assert (await run_turn(state, "one")).status == "done"
+        outcome = await run_turn(state, "look")
+        assert outcome.status == "failed" and "kept after theirs" in (outcome.error or "")
+        assert state.writer is not None
+        records = await state.writer.history.session(state.id).load_all()
+        _check(records)
+        assert _responses_in_a_row(records) == [] and validate_history(records) == []
+        assert _prompts(records) == ["one", "look", "from the other worker", "look"]
+        assert isinstance(records[-2], ModelResponse) and records[-2].tool_calls  # the call, then its result
+        assert [get_message_id(m) for m in state.history] == [get_message_id(m) for m in records]
+        assert (await run_turn(state, "go on")).status == "done"
+        after = await state.writer.history.session(state.id).load_all()
+        _check(after)
+        assert _responses_in_a_row(after) == [] and _prompts(after)[-1] == "go on"
+
+
+def _write_meanwhile(url: str, session_id: str, theirs: list[str]) -> None:
+    """Another worker appends a turn now (from a thread of its own: it runs its own event loop)."""
+    worker = threading.Thread(target=lambda: theirs.extend(_other_worker(url, session_id)))
+    worker.start()
+    worker.join()
 
 
 def test_memory_lives_in_the_database(
