@@ -185,7 +185,7 @@ async def measure_session(directory: Path, *, fsync: bool, repeat: int) -> Sessi
     started = time.perf_counter()
     store = JsonHistoryStore.open(path, fsync=fsync)
     await store.open_async()
-    handle = store._file = _CountingFile(store._file)  # type: ignore[assignment]
+    handle = store._opened.handle = _CountingFile(store._opened.handle)  # type: ignore[assignment]
     for i in range(SESSION_CALLS):
         history += incoming[2 * i : 2 * i + 2]
         start = time.perf_counter()

@@ -180,7 +180,7 @@ def test_a_failed_close_still_releases_the_file(tmp_path: Path) -> None:
     path = tmp_path / "messages.json"
     store = JsonHistoryStore.open(path)
     store.append_sync(make_messages(2))
-    store._file = _FailingClose(store._file)  # type: ignore[assignment]
+    store._opened.handle = _FailingClose(store._opened.handle)  # type: ignore[assignment]
     with pytest.raises(HistoryStoreError, match="closing"):
         store.close()
     reopened = JsonHistoryStore.open(path)

@@ -1,0 +1,48 @@
+"""The in-memory index of a `messages.json`: where the latest record of each message lies, by first recording."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ._framing import HEADER, Record
+from ._working import working_records
+
+__all__ = ["FileIndex"]
+
+
+@dataclass
+class FileIndex:
+    """One slot per message: its latest version, at the place of its first one (`positions`: id -> slot)."""
+
+    slots: list[Record] = field(default_factory=list[Record])
+    positions: dict[str, int] = field(default_factory=dict[str, int])
+    firsts: list[int] = field(default_factory=list[int])
+    """The offset of each slot's first record (where the message was first recorded)."""
+    records_in_file: int = 0
+    """Every record, versions included."""
+    end: int = len(HEADER)
+    """Where the footer starts: just after the last record."""
+
+    @classmethod
+    def of(cls, records: Iterable[Record]) -> FileIndex:
+        index = cls()
+        for record in records:
+            index.add(record)
+        return index
+
+    def add(self, record: Record) -> None:
+        """Index a record that lies after every indexed one (a new message, or a newer version of one)."""
+        position = self.positions.get(record.message_id)
+        if position is None:
+            self.positions[record.message_id] = len(self.slots)
+            self.slots.append(record)
+            self.firsts.append(record.offset)
+        else:
+            self.slots[position] = record  # a newer version, in the place of the first one
+        self.records_in_file += 1
+        self.end = record.offset + record.length
+
+    def working(self) -> list[Record]:
+        """The records `load()` returns: the latest summary, what it kept, and what followed."""
+        return working_records(self.slots, self.positions)
