@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.tools import ToolDefinition
@@ -32,6 +32,7 @@ from ._request import (
     text_tokens,
     tools_text,
 )
+from ._rewrites import PreviousRequest, Rewrite
 
 if TYPE_CHECKING:
     from ._report import CacheReport
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["CacheSimulator", "CacheTokens", "CachedRequest"]
 
 _ROOT = b"\0" * 16
+_Tip: TypeAlias = tuple[Line, int, bytes]
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,11 @@ class CachedRequest:
     changed_at: int | None = None
     """The index of the first message that differs from the previous request's (a rewrite), `None` when the
     history only grew; -1 when the instructions or tools changed."""
+    tokens_removed: int = 0
+    """With `changed_at`: the tokens the rewrite took out of the context (new messages aside)."""
+    rewrite_tokens: int = 0
+    """With `changed_at`: the tokens written (or sent uncached) again that an intact prefix would have let this
+    request read (0 when the cache had expired anyway)."""
     seconds_since_previous: float | None = None
     cache_write_1h_tokens: int = 0
     """Of the predicted writes, those at the 1-hour TTL (Anthropic)."""
@@ -116,13 +123,15 @@ class CacheSimulator:
     _entries: CacheEntries = field(default_factory=CacheEntries, init=False, repr=False)
     _cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False), init=False)
     _hashes: list[bytes] = field(default_factory=list[bytes], init=False, repr=False)
+    _fps: list[bytes] = field(default_factory=list[bytes], init=False, repr=False)
     _cum_tokens: list[int] = field(default_factory=list[int], init=False, repr=False)
     _cum_blocks: list[int] = field(default_factory=list[int], init=False, repr=False)
     _points: dict[int, Ttl] = field(default_factory=dict[int, Ttl], init=False, repr=False)
     _tools: tuple[Sequence[ToolDefinition], list[ToolDefinition]] | None = field(default=None, init=False, repr=False)
     _instructions: str | None = field(default=None, init=False, repr=False)
     _now: float | None = field(default=None, init=False, repr=False)
-    _tip: tuple[Line, int] | None = field(default=None, init=False, repr=False)
+    _tip: _Tip | None = field(default=None, init=False, repr=False)
+    """The line and position of the last entry the previous request left, and its key."""
     _established: int = field(default=0, init=False, repr=False)
     _requests: list[CachedRequest] = field(default_factory=list[CachedRequest], init=False, repr=False)
 
@@ -144,18 +153,19 @@ class CacheSimulator:
         """Bill one more request against the cache the earlier ones left, and update it."""
         now = request.timestamp.timestamp() if request.timestamp is not None else self._now
         since = None if now is None or self._now is None else now - self._now
-        previous_tip, previous_length = self._tip, len(self._hashes)
-        first = self._update_layout(request)
-        layout = Layout(self._cum_tokens, self._cum_blocks, self._points)
         clock = now if now is not None else 0.0
+        previous_tip = self._tip
+        before = self._update_layout(request)
+        layout = Layout(self._cum_tokens, self._cum_blocks, self._points)
         if self.cache.persists_response_end:
-            self._persist_response_end(request.messages, first, previous_tip)
+            self._persist_response_end(request.messages, before.first, previous_tip)
+        warm = previous_tip is not None and self._entries.alive(previous_tip[2], clock) is not None
         read = self._find_read(layout, clock)
         predicted, write_1h, last_written = self._bill(layout, read, clock)
         if self.cache.persists_common_prefix:
-            self._persist_common_prefix(first, clock, previous_tip)
-        changed_at = None if first >= previous_length else max(-1, first - FIRST_MESSAGE)
-        result = self._result(request, predicted, write_1h, changed_at, since)
+            self._persist_common_prefix(before.first, clock, previous_tip)
+        rewrite = before.rewrite(self._fps, self._cum_tokens, predicted.cache_read_tokens, self._established, warm)
+        result = self._result(request, predicted, write_1h, rewrite, since)
         self._established = layout.cum_tokens[last_written] if last_written >= 0 else 0
         self._now = now
         self._requests.append(result)
@@ -184,8 +194,9 @@ class CacheSimulator:
 
     # -- layout ----------------------------------------------------------------------------------------------
 
-    def _update_layout(self, request: SentRequest) -> int:
-        """Bring the positions up to `request`; returns the first position that differs from the previous one."""
+    def _update_layout(self, request: SentRequest) -> PreviousRequest:
+        """Bring the positions up to `request`; returns what the previous request had from the first position
+        that may differ (by identity) on."""
         messages = request.messages
         change = self._cursor.advance(messages)
         first = FIRST_MESSAGE + (min(change.edited) if change.edited else change.start)
@@ -195,7 +206,8 @@ class CacheSimulator:
         if not self._same_tools(request.tool_definitions):
             first = TOOLS
         first = min(first, len(self._hashes))
-        del self._hashes[first:], self._cum_tokens[first:], self._cum_blocks[first:]
+        before = PreviousRequest.cut(self._hashes, self._fps, self._cum_tokens, first)
+        del self._hashes[first:], self._fps[first:], self._cum_tokens[first:], self._cum_blocks[first:]
         for position in [p for p in self._points if p >= first]:
             del self._points[position]
         if first <= TOOLS:
@@ -208,10 +220,12 @@ class CacheSimulator:
             if (ttl := cache_points_ttl(message)) is not None:
                 self._points[len(self._hashes)] = ttl
             self._push(message_fingerprint(message), self.message_tokens(message), max(1, len(message.parts)))
-        return first
+        before.settle(self._hashes)
+        return before
 
     def _push(self, fingerprint: bytes, tokens: int, blocks: int) -> None:
         previous = self._hashes[-1] if self._hashes else _ROOT
+        self._fps.append(fingerprint)
         self._hashes.append(chain(previous, fingerprint))
         self._cum_tokens.append((self._cum_tokens[-1] if self._cum_tokens else 0) + tokens)
         self._cum_blocks.append((self._cum_blocks[-1] if self._cum_blocks else 0) + blocks)
@@ -272,20 +286,18 @@ class CacheSimulator:
         last = points[-1][0] if points else read_position
         if points:
             line.refresh(now, last)
-            self._tip = (line, last)
+            self._tip = (line, last, self._hashes[last])
         elif read is not None:
-            self._tip = (read.line, read_position)
+            self._tip = (read.line, read_position, self._hashes[read_position])
         else:
             self._tip = None
         return CacheTokens(read_tokens, written, layout.total - read_tokens - written), write_1h, last
 
-    def _persist_response_end(
-        self, messages: Sequence[ModelMessage], first: int, previous: tuple[Line, int] | None
-    ) -> None:
+    def _persist_response_end(self, messages: Sequence[ModelMessage], first: int, previous: _Tip | None) -> None:
         """DeepSeek keeps the end of each request's output as an entry: the request that repeats it reads it."""
         if previous is None:
             return
-        line, tip = previous
+        line, tip, _ = previous
         after = tip + 1
         index = after - FIRST_MESSAGE
         if first > tip and 0 <= index < len(messages) and isinstance(messages[index], ModelResponse):
@@ -294,7 +306,7 @@ class CacheSimulator:
                 self._entries.write(self._hashes[after], self._cum_tokens[after], line, after, self.cache.retention)
                 line.refresh(self._now or 0.0, after)  # persisted when the output ended: the previous request
 
-    def _persist_common_prefix(self, first: int, now: float, previous: tuple[Line, int] | None) -> None:
+    def _persist_common_prefix(self, first: int, now: float, previous: _Tip | None) -> None:
         """DeepSeek keeps a prefix two requests were seen to share as an entry of its own (for later ones)."""
         common = first - 1
         if previous is None or common < 0 or common >= previous[1]:
@@ -311,7 +323,7 @@ class CacheSimulator:
         request: SentRequest,
         predicted: CacheTokens,
         write_1h: int,
-        changed_at: int | None,
+        rewrite: Rewrite | None,
         since: float | None,
     ) -> CachedRequest:
         usage = request.usage
@@ -334,7 +346,9 @@ class CacheSimulator:
             predicted_cost_usd=predicted_cost,
             reported=reported,
             established_tokens=self._established,
-            changed_at=changed_at,
+            changed_at=rewrite.changed_at if rewrite is not None else None,
+            tokens_removed=rewrite.tokens_removed if rewrite is not None else 0,
+            rewrite_tokens=rewrite.rewrite_tokens if rewrite is not None else 0,
             seconds_since_previous=since,
             cache_write_1h_tokens=write_1h,
         )

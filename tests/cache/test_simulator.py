@@ -220,3 +220,51 @@ def test_reads_match_the_longest_live_prefix_reference(steps: list[tuple[str, in
     for result, (texts, _) in zip(results, plans, strict=True):
         assert result.input_tokens == 100 * len(texts)
         assert result.cache_write_tokens == result.input_tokens - result.cache_read_tokens
+
+
+# -- what a rewrite removed and what it made the cache write again -------------------------------------------------
+
+
+def _anthropic_session(turns: int) -> tuple[CacheSimulator, list[ModelMessage]]:
+    sim = simulator(AnthropicPromptCache(model="claude-sonnet-4-5"), "anthropic:claude-sonnet-4-5")
+    history = conversation(turns, size=2000)
+    for turn in range(turns):
+        sim.add(send(history(turn), 10 * turn))
+    return sim, history(turns - 1)
+
+
+def test_compressing_an_output_already_sent_removes_little_and_rewrites_everything_after_it():
+    sim, messages = _anthropic_session(6)  # 11 messages of 2,000 tokens
+    compressed = list(messages)
+    compressed[4] = sized("q2 (compressed)", 200)
+    grown = [*compressed, answer("a6", 2000), sized("q6", 2000)]
+    result = sim.add(send(grown, 100))
+    assert (result.changed_at, result.tokens_removed) == (4, 1800)
+    # Read: the entry before the cut (the second request's); written again: from there to the end of the
+    # old context, 1,800 tokens smaller, that would have been read.
+    assert result.cache_read_tokens == 2000 * 3
+    assert result.rewrite_tokens == 2000 * 11 - 1800 - 2000 * 3
+    assert result.cache_write_tokens == result.rewrite_tokens + 4000  # and the two new messages
+
+
+def test_a_compaction_removes_what_its_summary_replaced():
+    sim, messages = _anthropic_session(6)
+    summary = sized("summary of the first 7 messages", 500)
+    compacted = [summary, *messages[7:], answer("a6", 2000), sized("q6", 2000)]
+    result = sim.add(send(compacted, 100))
+    assert (result.changed_at, result.tokens_removed) == (0, 7 * 2000 - 500)
+    assert result.cache_read_tokens == 0
+    assert result.rewrite_tokens == 500 + 4 * 2000
+
+
+def test_a_rewrite_after_the_cache_expired_costs_no_rewrite():
+    sim, messages = _anthropic_session(6)
+    compressed = [*messages[:4], sized("q2 (compressed)", 200), *messages[5:]]
+    result = sim.add(send(compressed, 10 * 60))  # ten minutes later: the 5-minute entries are gone anyway
+    assert (result.changed_at, result.tokens_removed, result.rewrite_tokens) == (4, 1800, 0)
+
+
+def test_a_history_that_only_grew_reports_no_rewrite():
+    sim, messages = _anthropic_session(3)
+    result = sim.add(send([*messages, answer("a", 10), sized("q", 10)], 40))
+    assert (result.changed_at, result.tokens_removed, result.rewrite_tokens) == (None, 0, 0)
