@@ -1,6 +1,7 @@
-"""Console and log compression for the working context: the head (the commands run) and the tail, every error
-line (tracebacks whole or condensed) and each distinct warning once with its count; runs of repeated lines
-collapse to one line and a count, and every gap says how many lines it stands for and which."""
+"""Console and log compression for the working context: the head (the commands run) and the tail (verbatim), every
+error line (tracebacks whole or condensed) and each distinct warning once with its count; runs of repeated lines
+collapse to one line and a count wherever they are outside the tail, and every gap says how many lines it stands
+for and which."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ _TRACEBACK_WHOLE = 30
 _FRAMES = 10
 """Stack frames kept under an error line (JavaScript, Java)."""
 _MIN_RUN = 3
-"""Runs of at least this many similar lines (digits aside) collapse to the first line and a count."""
+"""Runs of at least this many similar lines (digits aside) among kept lines collapse to the first line and a
+count."""
+_MIN_GAP_RUN = 10
+"""A run of at least this many similar lines among the dropped ones is shown the same way instead of vanishing
+into a gap (a line repeated 1,000 times says what the gap was)."""
+_MAX_GAP_RUNS = 50
+"""At most this many runs are shown from the dropped lines (the longest; the header counts the others)."""
 
 
 def _clip(line: str) -> str:
@@ -38,11 +45,19 @@ class _Plan:
     errors: int = 0
     warnings: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
     errors_over: int = 0
+    error_at: set[int] = field(default_factory=set[int])
+    """Every error line's index (kept or not): errors only collapse with identical lines."""
+    tail_start: int = 0
+    """The index of the first of the last `tail` lines, kept verbatim."""
+    runs: dict[int, int] = field(default_factory=dict[int, int])
+    """The runs shown collapsed: start index -> end index (exclusive)."""
+    runs_over: int = 0
 
     def scan(self, head: int, tail: int, max_errors: int, max_warnings: int) -> None:
         lines, n = self.lines, len(self.lines)
+        self.tail_start = max(0, n - tail)
         self.keep.update(range(min(head, n)))
-        self.keep.update(range(max(0, n - tail), n))
+        self.keep.update(range(self.tail_start, n))
         i = 0
         while i < n:
             line = lines[i]
@@ -55,6 +70,7 @@ class _Plan:
             kind = classify_line(line)
             if kind == "error":
                 self.errors += 1
+                self.error_at.add(i)
                 if self.errors <= max_errors:
                     self.keep.add(i)
                     j = i + 1
@@ -77,67 +93,95 @@ class _Plan:
             self.keep.update(range(start, start + 5))
             self.keep.update(range(end - 19, end + 1))
 
+    def find_runs(self) -> None:
+        """The runs of similar lines before the tail worth collapsing: those with a kept line (from 3 lines on) and
+        the longest ones among the dropped lines (from 10 lines on)."""
+        lines, keep = self.lines, self.keep
+        in_gaps: list[tuple[int, int]] = []
+        for start, end in _similar_runs(lines, self.tail_start, self.error_at):
+            if end - start < _MIN_RUN:
+                continue
+            if any(i in keep for i in range(start, end)):
+                self.runs[start] = end
+            elif end - start >= _MIN_GAP_RUN:
+                in_gaps.append((start, end))
+        in_gaps.sort(key=lambda run: run[0] - run[1])  # the longest first (the sort is stable: then the earliest)
+        self.runs.update(in_gaps[:_MAX_GAP_RUNS])
+        self.runs_over = max(0, len(in_gaps) - _MAX_GAP_RUNS)
+
     def render(self) -> list[str]:
-        """The kept lines in order; gaps become one line each, runs of similar lines one line and a count."""
+        """The kept lines and the runs' first lines in order; a run is followed by its count, every gap by one
+        line saying which lines it stands for."""
         lines = self.lines
         out: list[str] = []
         previous = -1
-        run_key, run_start, run_len = "", 0, 0
-
-        def close_run(last: int) -> None:
-            if run_len >= _MIN_RUN:
-                del out[len(out) - run_len + 1 :]
-                out.append(f"… ×{fmt_int(run_len)} similar lines ({fmt_int(run_start + 1)}–{fmt_int(last + 1)})")
-
-        for i in sorted(self.keep):
+        for i in sorted(self.keep.union(self.runs)):
+            if i <= previous:  # inside a run already shown
+                continue
             if i != previous + 1:
-                close_run(previous)
-                run_len = 0
-                gap = i - previous - 1
-                out.append(f"… {plural(gap, 'line')} omitted ({fmt_int(previous + 2)}–{fmt_int(i)}) …")
-            line = lines[i]
-            key = line if classify_line(line) == "error" else canonical_line(line)  # errors only collapse verbatim
-            if run_len and key == run_key:
-                run_len += 1
-            else:
-                close_run(previous)
-                run_key, run_start, run_len = key, i, 1
-            out.append(_clip(line))
+                out.append(f"… {plural(i - previous - 1, 'line')} omitted ({fmt_int(previous + 2)}–{fmt_int(i)}) …")
+            out.append(_clip(lines[i]))
             previous = i
-        close_run(previous)
+            end = self.runs.get(i)
+            if end is not None:
+                out.append(f"… ×{fmt_int(end - i)} similar lines ({fmt_int(i + 1)}–{fmt_int(end)})")
+                previous = end - 1
         if previous < len(lines) - 1:
             out.append(f"… {plural(len(lines) - 1 - previous, 'line')} omitted …")
         return out
 
 
+def _similar_runs(lines: Sequence[str], stop: int, errors: set[int]) -> list[tuple[int, int]]:
+    """The maximal runs (start, end) of consecutive similar lines among `lines[:stop]`: equal with digits and a
+    leading timestamp aside (`canonical_line`), and identical when they are error lines."""
+    runs: list[tuple[int, int]] = []
+    start, key = 0, ""
+    for i in range(stop):
+        line = lines[i]
+        if i and line == lines[i - 1]:
+            continue
+        new_key = canonical_line(line)
+        if i and (new_key != key or i in errors or i - 1 in errors):
+            runs.append((start, i))
+            start = i
+        key = new_key
+    if stop:
+        runs.append((start, stop))
+    return runs
+
+
 def _header(plan: _Plan, chars: tuple[int, int], lines: int, head: int, tail: int) -> str:
     warnings = sum(len(at) for at in plan.warnings.values())
     over = f" ({fmt_int(plan.errors_over)} beyond the first kept ones dropped)" if plan.errors_over else ""
+    runs_over = f" ({fmt_int(plan.runs_over)} shorter ones left in the gaps)" if plan.runs_over else ""
     return (
         f"{MARK}log: {fmt_int(len(plan.lines))} → {fmt_int(lines)} lines, {fmt_int(chars[0])} → {fmt_int(chars[1])} "
         f"chars; {plural(plan.errors, 'error')} kept{over}, {plural(warnings, 'warning line')} "
         f"({fmt_int(len(plan.warnings))} distinct, each kept once); the first {fmt_int(head)} and last "
-        f"{fmt_int(tail)} lines kept; repeats collapsed]"
+        f"{fmt_int(tail)} lines kept, the last verbatim; {plural(len(plan.runs), 'run')} of repeats collapsed"
+        f"{runs_over}]"
     )
 
 
 def compress_log(
     content: str, *, head: int = 10, tail: int = 40, max_errors: int = 500, max_warnings: int = 50
 ) -> CompressionResult:
-    """Compress console output or a log: keep the first `head` lines (the commands run) and the last `tail`,
-    every error line (up to `max_errors`; Python tracebacks whole, or their first 5 and last 20 lines), each
-    distinct warning once (up to `max_warnings`, digits aside); collapse runs of similar lines to the first one and
-    a count; replace every gap with one line naming the lines it stands for. The first line says what was kept.
+    """Compress console output or a log: keep the first `head` lines (the commands run) and the last `tail`
+    verbatim, every error line (up to `max_errors`; Python tracebacks whole, or their first 5 and last 20 lines),
+    each distinct warning once (up to `max_warnings`, digits aside); collapse every run of similar lines before the
+    tail to its first line and a count (among kept lines from 3 lines on; among dropped lines from 10 lines on,
+    the 50 longest); replace every gap with one line naming the lines it stands for. The first line says what was
+    kept.
 
     Deterministic and idempotent: compressed output is returned as it is, and so is a log with nothing to drop.
 
         >>> log = "\\n".join(["$ npm test"] + [f"[LOG] poll {i}" for i in range(200)] + ["[ERROR] 404 /a.png", "done"])
         >>> print(compress_log(log, head=2, tail=2).text)  # doctest: +NORMALIZE_WHITESPACE
-        [compressed log: 203 → 5 lines, 2,924 → 242 chars; 1 error kept, 0 warning lines (0 distinct, each kept
-         once); the first 2 and last 2 lines kept; repeats collapsed]
+        [compressed log: 203 → 5 lines, 2,924 → 269 chars; 1 error kept, 0 warning lines (0 distinct, each kept
+         once); the first 2 and last 2 lines kept, the last verbatim; 1 run of repeats collapsed]
         $ npm test
         [LOG] poll 0
-        … 199 lines omitted (3–201) …
+        … ×200 similar lines (2–201)
         [ERROR] 404 /a.png
         done
     """
@@ -148,6 +192,7 @@ def compress_log(
         return unchanged(content, "log")
     plan = _Plan(split_lines(content))
     plan.scan(head, tail, max_errors, max_warnings)
+    plan.find_runs()
     kept = plan.render()
     body = "\n".join(kept)
     return finish(content, "log", body, lambda size: _header(plan, (len(content), size), len(kept), head, tail))

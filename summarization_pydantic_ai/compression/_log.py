@@ -30,6 +30,9 @@ _TS = (
     r"|\d{10}(?:\.\d+)?)"
 )
 _TIMESTAMP = re.compile(_TS)
+_LEADING_TIMESTAMP = re.compile(rf".{{0,3}}?{_TS}")
+"""A timestamp starting within a line's first 4 characters (the leftmost one: the same as `_TIMESTAMP.search`
+when that finds one there, without scanning the rest of the line)."""
 _LEVEL_WORDS = "TRACE|DEBUG|INFO|NOTICE|LOG|VERBOSE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|SEVERE|PANIC"
 _STRONG = re.compile(
     rf"\s*[\[(]?{_TS}"
@@ -194,8 +197,8 @@ class _Entry:
 
 def canonical_line(text: str) -> str:
     """The line with a leading timestamp removed and digits masked: repeats of one message share it."""
-    m = _TIMESTAMP.search(text[:_PREFIX])
-    if m is not None and m.start() < 4:
+    m = _LEADING_TIMESTAMP.match(text[:_PREFIX])
+    if m is not None:
         text = text[m.end() :]
     return _DIGITS.sub("#", text.strip())[:200]
 

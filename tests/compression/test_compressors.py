@@ -15,6 +15,8 @@ from functools import cache
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_previews import api_json, aria_snapshot, html_page
 
 from summarization_pydantic_ai.compression import (
@@ -166,7 +168,7 @@ def test_aria_tree_of_2000_nodes_keeps_every_interactive_element_with_its_ref() 
     for card in (0, 50, 100):
         assert f'heading "Shoe model {card}" [level=2]' in text  # headings name the cards' controls
         assert re.search(rf'link "Shoe model {card} details" \[ref=e\d+\]:\n +- /url: /p/{card}\n', text)
-    for line in text.splitlines()[1:]:  # below the depth, only what the model acts on and what names it
+    for line in text.split("\n")[1:]:  # below the depth, only what the model acts on and what names it
         if line.startswith(" " * 8):
             assert re.match(r" +- (?:link|button|textbox|combobox|heading|/url)\b", line), line
     assert text.startswith("[compressed snapshot (Playwright aria), depth 4: ")
@@ -233,11 +235,11 @@ def test_console_log_of_5000_lines_keeps_every_error_line_and_the_tail() -> None
     for error in errors:
         assert error in out  # verbatim, whole
     assert "    at renderCart (https://shop.example/app.js:812:31)" in out  # the stack under the error
-    assert out[-5:] == lines[-5:]  # the tail (similar lines in it collapse, see below)
-    assert all(line in out for line in lines[-40:] if not line.startswith(("[LOG] heartbeat", "[DEBUG] GET")))
+    assert out[-40:] == lines[-40:]  # the tail, verbatim
     assert out[1:3] == lines[:2]  # the head: the command run
-    assert re.search(r"^… ×200 similar lines \(1,001–1,200\)$", text, re.MULTILINE) is None  # inside a gap...
-    assert "[WARNING] Slow network request" in text  # ...distinct warnings are kept once each
+    assert "[LOG] polling cart status\n… ×200 similar lines (1,001–1,200)" in text  # a run in the middle, once
+    assert text.count("[LOG] polling cart status") == 1
+    assert "[WARNING] Slow network request" in text  # distinct warnings are kept once each
     header = out[0]
     assert header.startswith("[compressed log: 5,000 → ")
     assert "3 errors kept" in header
@@ -252,6 +254,92 @@ def test_repeated_lines_collapse_with_their_count() -> None:
     assert out[1:4] == ["$ npm run dev", "[LOG] polling cart status", "… ×200 similar lines (2–201)"]
     assert "[ERROR] boom" in out
     assert out[-2:] == ["[LOG] tick 1", "… ×5 similar lines (203–207)"]
+
+
+def test_the_tail_is_kept_verbatim_and_a_run_through_head_and_middle_is_shown_once_with_its_count() -> None:
+    lines = (
+        ["$ deploy"]
+        + [f"[debug] frame {i % 7} took {i % 7 + 3}ms" for i in range(300)]
+        + [f"upload attempt {k} of 4 failed" for k in (1, 2, 3)]
+        + [f"checkout step {k} rendered" for k in range(5)]
+    )
+    text = compress_log("\n".join(lines)).text
+    assert "checkout step 4 rendered" in text  # the issue's example
+    out = text.splitlines()
+    assert out[-40:] == lines[-40:]  # never collapsed, though 32 of them repeat the debug line
+    # lines 2-269 (the head's 9 and the middle's 259) are one run: its first line and its count, once
+    assert out[1:4] == ["$ deploy", "[debug] frame 0 took 3ms", "… ×268 similar lines (2–269)"]
+    assert len(out) == 1 + 3 + 40
+    _assert_accounts_for_every_line(text, lines)
+
+
+def test_a_line_repeated_1000_times_in_the_middle_is_shown_with_its_count() -> None:
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    filler = [f"compiled {a}/{b}.c" for a in words for b in words]  # 100 distinct lines, no repeats
+    lines = ["$ make"] + filler + ["waiting for lock on build/.lock (pid 4242)"] * 1_000 + filler + ["done"]
+    text = compress_log("\n".join(lines)).text
+    out = text.splitlines()
+    assert "waiting for lock on build/.lock (pid 4242)\n… ×1,000 similar lines (102–1,101)" in text
+    assert text.count("waiting for lock") == 1
+    assert out[-40:] == lines[-40:]
+    _assert_accounts_for_every_line(text, lines)
+
+
+_GAP = re.compile(r"… ([\d,]+) lines? omitted \(([\d,]+)–([\d,]+)\) …")
+_RUN = re.compile(r"… ×([\d,]+) similar lines \(([\d,]+)–([\d,]+)\)")
+
+
+def _numbers(m: re.Match[str]) -> list[int]:
+    return [int(g.replace(",", "")) for g in m.groups()]
+
+
+def _assert_accounts_for_every_line(text: str, lines: list[str]) -> None:
+    """Reads the output back: every input line is shown verbatim, in a run's count or in a gap's, in order and
+    exactly once; every run covers lines similar to its first one (digits aside)."""
+    from summarization_pydantic_ai.compression._log import canonical_line
+
+    nxt = 0  # the 0-based index of the next input line the output must account for
+    for line in text.split("\n")[1:]:
+        if m := _GAP.fullmatch(line):
+            count, first, last = _numbers(m)
+            assert (first - 1, last - first + 1) == (nxt, count)
+            nxt = last
+        elif m := _RUN.fullmatch(line):
+            count, first, last = _numbers(m)
+            assert first == nxt and last - first + 1 == count >= 3  # right after its first line, shown
+            assert len({canonical_line(lines[j]) for j in range(first - 1, last)}) == 1
+            nxt = last
+        elif m := re.fullmatch(r"… ([\d,]+) lines? omitted …", line):
+            nxt += int(m.group(1).replace(",", ""))
+        else:
+            assert line == lines[nxt]
+            nxt += 1
+    assert nxt == len(lines)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["[LOG] tick 1", "[LOG] tick 22", "[ERROR] e 1", "[WARN] w 3", "x", "y", "", "$ go"]),
+            st.integers(1, 40),
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 15),
+    st.integers(0, 50),
+)
+def test_every_line_is_accounted_for_and_the_tail_is_verbatim(
+    runs: list[tuple[str, int]], head: int, tail: int
+) -> None:
+    content = "\n".join(["$ start", *(line for line, times in runs for _ in range(times))])
+    all_lines = content.splitlines()  # a last empty line ends the one before it
+    result = compress_log(content, head=head, tail=tail, max_errors=3)
+    if not result.changed:
+        return
+    _assert_accounts_for_every_line(result.text, all_lines)
+    if tail:
+        assert result.text.split("\n")[-tail:] == all_lines[-tail:]
 
 
 def test_identical_errors_are_never_merged_with_different_ones() -> None:
