@@ -227,7 +227,8 @@ def run(argv: list[str]) -> int:
         if args.command is None:
             build_parser().print_help()
             return EXIT_USAGE
-        with _quiet_logging(console):
+        # A command whose standard output is data (export) gives its notes on standard error.
+        with _quiet_logging(errors if args.command == "export" else console):
             return asyncio.run(_dispatch(args, console))
     except CliError as exc:
         errors.print(f"{PROG}: {exc}", markup=False, soft_wrap=True)
