@@ -5,7 +5,13 @@ each usable as a plain history processor or as a pydantic-ai capability.
 
 The processing order of the toolkit (the spine):
 PatchToolCalls -> EvictionProcessor -> user processors -> ContextManagerMiddleware (persist, count, compress).
+
+`PostgresHistoryStore`, `PostgresHistoryDatabase` (the `postgres` extra: psycopg) and `write_session_report`,
+`write_session_report_async` are imported on first use: importing the package needs neither.
 """
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ._compaction import CompactionPlan, plan_compaction
 from ._counters import ProviderTokenCounter, TiktokenCounter, UsageAnchoredCounter
@@ -162,6 +168,30 @@ from .summarize import (
     SummaryRequest,
 )
 
+if TYPE_CHECKING:
+    from .report import write_session_report, write_session_report_async
+    from .store import PostgresHistoryDatabase, PostgresHistoryStore
+
+_LAZY = {
+    "PostgresHistoryDatabase": "store",
+    "PostgresHistoryStore": "store",
+    "write_session_report": "report",
+    "write_session_report_async": "report",
+}
+"""Public names imported on first use, and the sub-package that has them."""
+
+
+def __getattr__(name: str) -> Any:
+    package = _LAZY.get(name)
+    if package is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{package}"), name)  # the store says what to install for psycopg
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "COMPRESSED_METADATA_KEY",
     "DEFAULT_COMPRESSION_REQUEST",
@@ -243,6 +273,8 @@ __all__ = [
     "OverflowRetry",
     "PhaseCheckpointed",
     "PhaseCheckpoints",
+    "PostgresHistoryDatabase",
+    "PostgresHistoryStore",
     "PreservedItem",
     "ProblemKind",
     "PromptCache",
@@ -314,6 +346,8 @@ __all__ = [
     "validate_history",
     "validate_session_id",
     "working_context",
+    "write_session_report",
+    "write_session_report_async",
 ]
 
 __version__ = "0.1.0"
