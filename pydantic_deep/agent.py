@@ -37,7 +37,7 @@ from summarization_pydantic_ai.strategies import ContextConfig
 
 from .deps import DeepAgentDeps
 from .eviction import EvictedOutputIndexer, EvictionProcessor
-from .filesystem import FilesystemToolset
+from .filesystem import DEFAULT_HIDDEN_DIRS, FilesystemToolset
 from .history_search import HistoryArchiveSearch
 from .memory import AgentMemoryToolset
 from .patch import PatchToolCalls
@@ -305,7 +305,13 @@ def create_deep_agent(
     _refuse_tool_name_conflicts(middleware, [*extra_toolsets, *toolsets])
     if todos:
         spine.append(TodoCapability())
-    all_toolsets = [*([FilesystemToolset()] if filesystem else []), *extra_toolsets, *toolsets]
+    # The archive previews point into stays out of ls/glob/grep of the project (read_file still reads it).
+    hidden = {*DEFAULT_HIDDEN_DIRS, *([evictor.eviction_path] if evictor is not None else [])}
+    all_toolsets = [
+        *([FilesystemToolset(hidden_dirs=sorted(hidden))] if filesystem else []),
+        *extra_toolsets,
+        *toolsets,
+    ]
     return Agent(
         model,
         deps_type=DeepAgentDeps,

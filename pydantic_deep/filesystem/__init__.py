@@ -13,6 +13,7 @@ agent = Agent(TestModel(), toolsets=[FilesystemToolset(backend=backend), Hygiene
 ```
 """
 
+from ._hidden import DEFAULT_HIDDEN_DIRS
 from ._hygiene import (
     CleanupResult,
     HygieneToolset,
@@ -35,6 +36,7 @@ from ._toolset import (
 )
 
 __all__ = [
+    "DEFAULT_HIDDEN_DIRS",
     "DEFAULT_READ_LIMIT",
     "MAX_LINE_CHARS",
     "CleanupResult",

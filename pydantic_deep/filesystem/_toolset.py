@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai import FunctionToolset, RunContext, ToolFailed
@@ -20,6 +21,7 @@ from ..backends import (
     text_page,
 )
 from ..backends._names import shown_text
+from ._hidden import DEFAULT_HIDDEN_DIRS, HiddenDirs
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
@@ -202,6 +204,9 @@ class FilesystemToolset(FunctionToolset[Any]):
         max_output_chars: `read_file` stops early (with a paging hint) once its output would exceed this.
         max_grep_results: Matches `grep` returns at most.
         max_entries: Entries `ls` and `glob` return at most.
+        hidden_dirs: Directories `ls`, `glob` and `grep` leave out unless the path given is inside one (then they
+            work as usual); `read_file` reads them like any other. Default: the eviction archive,
+            `/large_tool_results/`, which previews point into but which is not part of the project.
         **kwargs: Passed to `FunctionToolset` (`id`, `max_retries`, `timeout`, ...).
     """
 
@@ -214,9 +219,12 @@ class FilesystemToolset(FunctionToolset[Any]):
         max_output_chars: int = MAX_OUTPUT_CHARS,
         max_grep_results: int = 200,
         max_entries: int = MAX_ENTRIES,
+        hidden_dirs: Sequence[str] = DEFAULT_HIDDEN_DIRS,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self._hidden = HiddenDirs(hidden_dirs)
+        self.hidden_dirs = self._hidden.dirs
         self.backend = backend
         self.read_limit = read_limit
         self.max_line_chars = max_line_chars
@@ -238,7 +246,7 @@ class FilesystemToolset(FunctionToolset[Any]):
         """
         backend = resolve_backend(ctx, self.backend)
         try:
-            entries = await backend.ls(path)
+            entries = self._hidden.visible_entries(await backend.ls(path), normalize_path(path))
         except (OSError, BackendError, ValueError) as exc:
             raise ToolFailed(describe_error(exc, path)) from exc
         return format_ls(entries, _shown(path), max_entries=self.max_entries)
@@ -309,7 +317,7 @@ class FilesystemToolset(FunctionToolset[Any]):
         """
         backend = resolve_backend(ctx, self.backend)
         try:
-            found = await backend.glob(pattern, path)
+            found = self._hidden.visible(await backend.glob(pattern, path), normalize_path(path))
         except (OSError, BackendError, ValueError) as exc:
             raise ToolFailed(describe_error(exc, path)) from exc
         if not found:
@@ -333,8 +341,9 @@ class FilesystemToolset(FunctionToolset[Any]):
         backend = resolve_backend(ctx, self.backend)
         stopped: str | None = None
         try:
-            matches = await backend.grep(
-                pattern, path, glob=glob, ignore_case=ignore_case, max_results=self.max_grep_results + 1
+            limit = self.max_grep_results + 1
+            matches = await self._hidden.grep(
+                backend, pattern, normalize_path(path), glob=glob, ignore_case=ignore_case, max_results=limit
             )
         except GrepStopped as exc:
             matches, stopped = exc.matches, str(exc)
