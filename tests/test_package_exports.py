@@ -32,7 +32,7 @@ def test_the_lazy_names_are_public_and_the_same_objects_as_in_their_packages() -
     exec("from summarization_pydantic_ai import *", namespace)
     assert namespace["PostgresHistoryStore"] is store.PostgresHistoryStore
     with pytest.raises(AttributeError, match="has no attribute 'PostgresHistoryStor'"):
-        summarization_pydantic_ai.PostgresHistoryStor  # type: ignore[attr-defined]  # noqa: B018
+        summarization_pydantic_ai.PostgresHistoryStor  # type: ignore[attr-defined]
 
 
 def test_importing_the_package_imports_neither_psycopg_nor_the_report() -> None:
