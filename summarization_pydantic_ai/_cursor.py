@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import ctypes
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import is_
@@ -37,6 +36,12 @@ from typing import Any, Generic, Literal, overload
 from pydantic_ai.messages import ModelMessage
 from typing_extensions import TypeVar
 
+from ._list_items import FAST as _FAST
+from ._list_items import ITEMS_OFFSET as _ITEMS_OFFSET
+from ._list_items import POINTER as _POINTER
+from ._list_items import is_plain_list as _is_plain_list
+from ._list_items import memcmp as _memcmp
+from ._list_items import pointer_at as _pointer_at
 from ._messages import get_message_id
 
 __all__ = ["CursorTable", "HistoryChange", "HistoryCursor"]
@@ -269,71 +274,6 @@ class HistoryCursor:
         if not edited:
             return _change("appended" if n > seen else "unchanged", seen, n)
         return _change("edited", seen, n, tuple(edited))
-
-
-_POINTER = ctypes.sizeof(ctypes.c_void_p)
-_ITEMS_OFFSET = 3 * _POINTER  # PyListObject: ob_refcnt, ob_type, ob_size, then ob_item (PyObject **)
-_pointer_at = ctypes.c_void_p.from_address
-
-
-def _load_memcmp() -> Callable[[ctypes.c_void_p, ctypes.c_void_p, int], int] | None:
-    try:
-        # PyDLL: the call keeps the GIL, so no other thread can resize either list while it runs.
-        memcmp = ctypes.PyDLL(None).memcmp
-    except (OSError, AttributeError):  # pragma: no cover - no C library symbols: the portable comparison
-        return None
-    memcmp.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-    memcmp.restype = ctypes.c_int
-    return memcmp
-
-
-_memcmp = _load_memcmp()
-
-
-def _same_items_unchecked(a: list[ModelMessage], b: list[ModelMessage], count: int) -> bool:
-    """Whether the first `count` item pointers of two lists are equal: one `memcmp` of their item arrays, in
-    place (nothing copied), with the GIL held. Both lists hold at least `count` items."""
-    assert _memcmp is not None
-    # The `c_void_p`s read from the list objects are passed as they are (no conversion through Python ints).
-    return _memcmp(_pointer_at(id(a) + _ITEMS_OFFSET), _pointer_at(id(b) + _ITEMS_OFFSET), count * _POINTER) == 0
-
-
-def _layout_is_known() -> bool:
-    """Whether this interpreter lays lists out as CPython does and memcmp is callable (checked, not assumed)."""
-    if sys.implementation.name != "cpython" or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return False
-    if _memcmp is None:
-        return False
-    items: list[object] = [object() for _ in range(5)]
-    same, other = list(items), [*items[:4], object()]
-    try:
-        return (
-            _same_items_unchecked(items, same, 5)  # type: ignore[arg-type]
-            and not _same_items_unchecked(items, other, 5)  # type: ignore[arg-type]
-            and _same_items_unchecked(items, other, 4)  # type: ignore[arg-type]
-        )
-    except Exception:  # pragma: no cover - any surprise means: use the portable comparison
-        return False
-
-
-_FAST = _layout_is_known()
-
-_LIST_LIKE: dict[type, bool] = {list: True}
-"""Per class: whether its instances are read like a plain list (the item array is what indexing returns)."""
-
-
-def _is_plain_list(messages: Sequence[ModelMessage]) -> bool:
-    """A `list`, or a subclass that keeps list's own item access (pydantic-ai hands `before_model_request` a
-    subclass that only mirrors appends): its item array can be compared in place."""
-    cls = messages.__class__
-    known = _LIST_LIKE.get(cls)
-    if known is None:
-        known = issubclass(cls, list) and all(
-            getattr(cls, name) is getattr(list, name) for name in ("__getitem__", "__len__", "__iter__")
-        )
-        if len(_LIST_LIKE) < 64:
-            _LIST_LIKE[cls] = known
-    return known
 
 
 _C = TypeVar("_C", bound=HistoryCursor, default=HistoryCursor)
