@@ -34,6 +34,8 @@ from ._policy import (
     OutputEvicted,
     RetentionPolicy,
 )
+from ._previews import mark_removed, watch_new_previews, with_replacements
+from ._previews import metadata_of as _metadata
 from ._run_state import RunState
 from ._store import EvictionArchive
 
@@ -42,10 +44,6 @@ __all__ = ["EvictionProcessor"]
 logger = logging.getLogger("pydantic_deep")
 
 EventCallback = Callable[[OutputEvicted | OutputArchived | EvictionFailed], Any]
-
-
-def _metadata(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
 
 
 _DEFAULT_POLICY = EvictionPolicy()
@@ -261,20 +259,12 @@ class EvictionProcessor(AbstractCapability[Any]):
         for call_id, i in list(state.pending.items()):
             await self._maybe_archive(messages, call_id, i, state, backend, replacements)
         if backend is not None:
-            self._mark_removed(messages, state, self.archive(backend).removed, replacements)
+            mark_removed(messages, state, self.archive(backend).removed, replacements)
         if not replacements:
             state.cursor.commit(messages, change)
             return messages
-        for (i, j), part in replacements.items():  # previews written now are watched like the ones found
-            info = _metadata(_metadata(part.metadata).get(EVICTION_METADATA_KEY))
-            if info.get("state") == "archived" and isinstance(path := info.get("path"), str):
-                state.previews.setdefault(path, []).append((i, j))
-        result = list(messages)
-        for i in sorted({i for i, _ in replacements}):
-            request = result[i]
-            assert isinstance(request, ModelRequest)
-            parts = [replacements.get((i, j), p) for j, p in enumerate(request.parts)]
-            result[i] = replace(request, parts=parts)
+        watch_new_previews(state, replacements)
+        result = with_replacements(messages, replacements)
         state.cursor.advance(result)
         return result
 
@@ -327,30 +317,6 @@ class EvictionProcessor(AbstractCapability[Any]):
         else:
             metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: evicted[1]}
             replacements[(i, j)] = replace(part, content=evicted[0], metadata=metadata)
-
-    @staticmethod
-    def _mark_removed(
-        messages: Sequence[ModelMessage],
-        state: RunState,
-        removed: set[str],
-        replacements: dict[tuple[int, int], ToolReturnPart],
-    ) -> None:
-        """Previews whose file retention deleted (in this or another session on the backend) say so, instead of
-        sending the model to a path that no longer exists."""
-        if not removed or not state.previews:
-            return
-        for path in removed & state.previews.keys():
-            for i, j in state.previews.pop(path):
-                part = messages[i].parts[j]
-                if (i, j) in replacements or not isinstance(part, ToolReturnPart):
-                    continue
-                info = {**_metadata(_metadata(part.metadata).get(EVICTION_METADATA_KEY)), "state": "removed"}
-                note = (
-                    f"[This output was evicted to {path}, and that file was later removed by the eviction retention "
-                    "policy: it can no longer be read. Run the tool again if you need it.]"
-                )
-                metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: info}
-                replacements[(i, j)] = replace(part, content=note, metadata=metadata)
 
     async def _maybe_archive(
         self,
