@@ -17,6 +17,7 @@ Command line: `python -m summarization_pydantic_ai.evals --messages 1000 --strat
 from ._browser import BROWSER_PHASES, BrowserSession, BrowserSessionResult, SeenRequest
 from ._derive import derive_probes, load_messages
 from ._probes import ARTIFACT_CATEGORIES, CATEGORIES, FoundIn, Probe, ProbeResult, todo_patterns
+from ._recording import Planner, RecordedRequest, RecordingModel, SummaryWriter, is_summary_request, scripted_summary
 from ._report import CategoryScore, ProbeReport
 from ._run import CompactFn, RehydrateFn, arun_probes, run_probes
 from ._session import MIN_MESSAGES, Session, build_session
@@ -31,16 +32,22 @@ __all__ = [
     "CategoryScore",
     "CompactFn",
     "FoundIn",
+    "Planner",
     "Probe",
     "ProbeReport",
     "ProbeResult",
+    "RecordedRequest",
+    "RecordingModel",
     "RehydrateFn",
     "SeenRequest",
     "Session",
+    "SummaryWriter",
     "arun_probes",
     "build_session",
     "derive_probes",
+    "is_summary_request",
     "load_messages",
     "run_probes",
+    "scripted_summary",
     "todo_patterns",
 ]

@@ -12,7 +12,6 @@ strategy never needed one, and it measures every request it receives.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,17 +20,16 @@ from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from .._tokens import count_tokens_approximately, estimate_text_tokens
+from .._tokens import count_tokens_approximately
 from ._browser_content import console_log, page_snapshot, search_results
+from ._recording import is_summary_request, request_overhead, scripted_summary
 
 __all__ = ["BROWSER_PHASES", "BrowserSession", "BrowserSessionResult", "SeenRequest"]
 
@@ -42,8 +40,6 @@ _PROMPTS = {
     "cart": "Add the charger you picked to the cart, with two units, and check the cart total.",
     "checkout": "Check out with the saved address and the saved card; stop before the final confirmation.",
 }
-_SUMMARY_MARKERS = ("write a summary of the conversation", "Summarize the conversation span below")
-_SECTIONS = ("Intent", "Decisions", "Artifacts", "Errors", "Current state", "Next steps")
 # One cycle of tool calls, repeated through a phase: (tool, args).
 _CYCLE: tuple[tuple[str, dict[str, Any]], ...] = (
     ("browser_navigate", {}),
@@ -179,10 +175,10 @@ class BrowserSession:
     # -- the scripted model ----------------------------------------------------------------------------------------
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        tokens = count_tokens_approximately(messages) + _overhead(info)
-        if _is_summary_request(messages):
+        tokens = count_tokens_approximately(messages) + request_overhead(info)
+        if is_summary_request(messages):
             self.seen.append(SeenRequest(None, len(messages), tokens))
-            return _summary_response(messages)
+            return ModelResponse(parts=[TextPart(scripted_summary(messages, default="The browser session so far."))])
         turn = self.turn
         self.turn += 1
         self.seen.append(SeenRequest(turn, len(messages), tokens))
@@ -246,30 +242,3 @@ class BrowserSession:
 
 def _phase_report(phase: str, turn: int) -> str:
     return f"Phase {phase} complete at turn {turn}: {phase} state saved, objectives met."
-
-
-def _overhead(info: AgentInfo) -> int:
-    total = estimate_text_tokens(info.instructions or "")
-    for tool in info.function_tools:
-        schema = json.dumps(tool.parameters_json_schema, separators=(",", ":"))
-        total += 10 + estimate_text_tokens(tool.name + (tool.description or "") + schema)
-    return total
-
-
-def _is_summary_request(messages: Sequence[ModelMessage]) -> bool:
-    last = messages[-1] if messages else None
-    if not isinstance(last, ModelRequest):
-        return False
-    text = " ".join(p.content for p in last.parts if isinstance(p, UserPromptPart) and isinstance(p.content, str))
-    return any(marker in text for marker in _SUMMARY_MARKERS)
-
-
-def _summary_response(messages: Sequence[ModelMessage]) -> ModelResponse:
-    prompt = " ".join(
-        p.content
-        for p in messages[-1].parts
-        if isinstance(p, UserPromptPart) and isinstance(p.content, str)  # pyright: ignore[reportUnknownMemberType]
-    )
-    latest = prompt.rsplit("<latest_user_request>\n", 1)[-1].split("\n</latest_user_request>", maxsplit=1)[0]
-    body = "\n".join(f"## {title}\nThe browser session so far." for title in _SECTIONS)
-    return ModelResponse(parts=[TextPart(f"{body}\n## Latest user request\n{latest}")])
