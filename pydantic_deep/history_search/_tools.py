@@ -2,26 +2,57 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from summarization_pydantic_ai import HistoryStoreError, JsonHistoryStore
+from summarization_pydantic_ai import HistoryStore, HistoryStoreError, JsonHistoryStore
 from summarization_pydantic_ai._render import render_messages
 
 from ._text import QueryError
 
-if TYPE_CHECKING:
-    from ._search import HistoryArchiveSearch
-
-__all__ = ["TOOL_NAMES", "Role", "build_toolset"]
+__all__ = ["TOOL_NAMES", "ArchiveSearcher", "Role", "build_toolset"]
 
 Role = Literal["user", "assistant", "tool", "summary", "system"]
 TOOL_NAMES = ("search_conversation_history", "read_history")
 
 
-def build_toolset(search: HistoryArchiveSearch) -> FunctionToolset[Any]:
+class _Found(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class ArchiveSearcher(Protocol):
+    """What the tools use of the search they are built over (`HistoryArchiveSearch`)."""
+
+    @property
+    def read_history_tool(self) -> bool: ...
+    @property
+    def uses_database(self) -> bool: ...
+    @property
+    def store(self) -> HistoryStore | None: ...
+
+    async def search(
+        self,
+        query: str,
+        *,
+        role: Role | None = None,
+        tool_name: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        session: str | None = None,
+        page: int = 1,
+        ctx: RunContext[Any] | None = None,
+    ) -> _Found: ...
+
+    def history_store_for(self, ctx: RunContext[Any] | None) -> HistoryStore: ...
+
+    def path_for(self, ctx: RunContext[Any] | None) -> Path | None: ...
+
+
+def build_toolset(search: ArchiveSearcher) -> FunctionToolset[Any]:
     """`search_conversation_history` and `read_history` over `search`, as a `FunctionToolset`."""
     toolset: FunctionToolset[Any] = FunctionToolset()
 
