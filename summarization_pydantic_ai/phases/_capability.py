@@ -23,6 +23,7 @@ from ..processors._base import check_counter
 from ..processors._summarization import new_problems
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, ensure_message_id
 from ._checkpoint import CompletedPhase, Rebuild, plan_rebuild
+from ._toolset import phase_toolset
 
 __all__ = ["PhaseCheckpoints"]
 
@@ -168,8 +169,6 @@ class PhaseCheckpoints(AbstractCapability[Any]):
     def get_toolset(self) -> Any:
         if not self.expose_tool:
             return None
-        from ._toolset import phase_toolset
-
         return phase_toolset(self)
 
     @classmethod

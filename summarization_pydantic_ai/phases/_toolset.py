@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets import FunctionToolset
 
-if TYPE_CHECKING:
-    from ._capability import PhaseCheckpoints
-
-__all__ = ["phase_toolset"]
+__all__ = ["PhaseMarker", "phase_toolset"]
 
 
-def phase_toolset(phases: PhaseCheckpoints) -> FunctionToolset[Any]:
+class PhaseMarker(Protocol):
+    """What the tool uses of the capability it marks phases on (`PhaseCheckpoints`)."""
+
+    @property
+    def phases(self) -> Sequence[str] | None: ...
+    @property
+    def tool_name(self) -> str: ...
+
+    def mark_done(self, name: str, *, state: Any = None, objectives: Sequence[str] = ()) -> object: ...
+
+
+def phase_toolset(phases: PhaseMarker) -> FunctionToolset[Any]:
     """A toolset with one tool (named `phases.tool_name`) that calls `phases.mark_done`."""
     toolset: FunctionToolset[Any] = FunctionToolset()
     declared = f" One of: {', '.join(phases.phases)}." if phases.phases else ""
