@@ -8,7 +8,7 @@ definitions (the request's `ModelRequestParameters`) and model settings — and 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
@@ -20,10 +20,20 @@ from ._models import RUN_MODEL, model_window
 from ._protocol import SummarizerError, SummaryRequest
 from ._template import ALIGNED_SUMMARY_PROMPT, DEFAULT_SUMMARY_PROMPT, fill_template
 
-if TYPE_CHECKING:
-    from ._llm import LLMSummarizer
+__all__ = ["AlignedSummarizer", "aligned_instruction", "aligned_summary", "fits_aligned"]
 
-__all__ = ["aligned_instruction", "aligned_summary", "fits_aligned"]
+
+class AlignedSummarizer(Protocol):
+    """What the aligned request uses of the summarizer (`LLMSummarizer`)."""
+
+    @property
+    def model(self) -> Any: ...
+    @property
+    def prompt_template(self) -> str: ...
+    @property
+    def reserve_tokens(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
 
 
 def aligned_instruction(template: str, request: SummaryRequest) -> str:
@@ -50,7 +60,7 @@ def aligned_instruction(template: str, request: SummaryRequest) -> str:
     return fill_template(ALIGNED_SUMMARY_PROMPT if template == DEFAULT_SUMMARY_PROMPT else template, values)
 
 
-def fits_aligned(summarizer: LLMSummarizer, model: Any, request: SummaryRequest) -> bool:
+def fits_aligned(summarizer: AlignedSummarizer, model: Any, request: SummaryRequest) -> bool:
     """Whether the summary can reuse the run's request: the summarizer is the run's model, the request is known
     whole, and it fits the model's window with the instruction and the answer (`reserve_tokens`). A model whose
     window is unknown (a `FunctionModel`) was about to receive the request anyway: it is assumed to fit."""
@@ -67,7 +77,7 @@ def fits_aligned(summarizer: LLMSummarizer, model: Any, request: SummaryRequest)
     return tokens + instruction + summarizer.reserve_tokens <= window
 
 
-async def aligned_summary(summarizer: LLMSummarizer, model: Any, request: SummaryRequest) -> str:
+async def aligned_summary(summarizer: AlignedSummarizer, model: Any, request: SummaryRequest) -> str:
     """Ask the run's model for the summary with the run's own request as the prefix."""
     live = request.live
     assert live is not None and live.messages is not None
