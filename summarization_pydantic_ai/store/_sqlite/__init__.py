@@ -1,7 +1,6 @@
 """The SQLite history store: many sessions in one file (WAL), FTS5 search in the same file."""
 
-from ._db import SQLiteHistoryDatabase
+from ._db import SQLiteHistoryDatabase, SQLiteHistoryStore
 from ._schema import SCHEMA_VERSION
-from ._store import SQLiteHistoryStore
 
 __all__ = ["SCHEMA_VERSION", "SQLiteHistoryDatabase", "SQLiteHistoryStore"]

@@ -1,4 +1,5 @@
-"""`SQLiteHistoryDatabase`: many sessions in one SQLite file (WAL), searched with FTS5 in the same file.
+"""`SQLiteHistoryDatabase`: many sessions in one SQLite file (WAL), searched with FTS5 in the same file; and
+`SQLiteHistoryStore`, one of its sessions (the session's operations are `SQLiteSession`, in `_store.py`).
 
 One connection per database object, used by one thread at a time (a lock); the event loop never waits on it (every
 call runs in a worker thread). Other processes open their own: WAL lets them read while one writes, and writes are
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import anyio.to_thread
 
@@ -22,11 +23,9 @@ from .._database import SearchHit, SessionSummary
 from .._protocol import HistoryStoreError, validate_session_id
 from ._schema import connect
 from ._search import search_rows
+from ._store import SQLiteSession
 
-if TYPE_CHECKING:
-    from ._store import SQLiteHistoryStore
-
-__all__ = ["SQLiteHistoryDatabase"]
+__all__ = ["SQLiteHistoryDatabase", "SQLiteHistoryStore"]
 
 _T = TypeVar("_T")
 
@@ -78,8 +77,6 @@ class SQLiteHistoryDatabase:
         return await anyio.to_thread.run_sync(self.run, operation)
 
     def session(self, session_id: str) -> SQLiteHistoryStore:
-        from ._store import SQLiteHistoryStore
-
         validate_session_id(session_id)
         with self._lock:
             store = self._stores.get(session_id)
@@ -143,3 +140,30 @@ class SQLiteHistoryDatabase:
 
     async def close(self) -> None:
         await anyio.to_thread.run_sync(self.close_sync)
+
+
+class SQLiteHistoryStore(SQLiteSession):
+    """The history of one session in a SQLite file (see `SQLiteHistoryDatabase` for many sessions).
+
+    Example:
+        ```python
+        store = SQLiteHistoryStore('history.db', session_id='chat-42')
+        await store.append(messages)  # each message needs an id: see ensure_message_id
+        history = await store.load()  # the working context, to pass as message_history
+        ```
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        session_id: str = "default",
+        *,
+        database: SQLiteHistoryDatabase | None = None,
+        fsync: bool = False,
+    ) -> None:
+        self._history_database = database or SQLiteHistoryDatabase(path, fsync=fsync)
+        super().__init__(session_id, self._history_database, owns_database=database is None)
+
+    @property
+    def database(self) -> SQLiteHistoryDatabase:
+        return self._history_database

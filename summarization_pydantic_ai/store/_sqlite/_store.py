@@ -1,4 +1,5 @@
-"""`SQLiteHistoryStore`: one session of a SQLite history database, with the guarantees of `JsonHistoryStore`.
+"""One session of a SQLite history database, with the guarantees of `JsonHistoryStore`: the operations of
+`SQLiteHistoryStore` (`_db.py`, which adds how a store is opened), over its database's connection.
 
 Every append is one transaction (a killed process leaves no partial record). The store keeps an index of its
 session (message id -> place, latest version's digest, summary provenance) and brings it up to date from the
@@ -7,11 +8,11 @@ records written after the last one it saw (O(new records)); contents are read on
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
@@ -23,35 +24,33 @@ from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
-from ._db import SQLiteHistoryDatabase
 from ._search import fts_text, search_rows
 
-__all__ = ["SQLiteHistoryStore"]
+__all__ = ["SQLiteConnection", "SQLiteSession"]
 
 _CHUNK = 500  # ids per `IN (...)`: under SQLite's parameter limit
+_T = TypeVar("_T")
 
 
-class SQLiteHistoryStore:
-    """The history of one session in a SQLite file (see `SQLiteHistoryDatabase` for many sessions).
+class SQLiteConnection(Protocol):
+    """What a session's store uses of its database (`SQLiteHistoryDatabase`)."""
 
-    Example:
-        ```python
-        store = SQLiteHistoryStore('history.db', session_id='chat-42')
-        await store.append(messages)  # each message needs an id: see ensure_message_id
-        history = await store.load()  # the working context, to pass as message_history
-        ```
-    """
+    @property
+    def url(self) -> str: ...
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        session_id: str = "default",
-        *,
-        database: SQLiteHistoryDatabase | None = None,
-        fsync: bool = False,
-    ) -> None:
-        self._owns_database = database is None
-        self._database = database or SQLiteHistoryDatabase(path, fsync=fsync)
+    def run(self, operation: Callable[[sqlite3.Connection], _T]) -> _T: ...
+
+    async def run_async(self, operation: Callable[[sqlite3.Connection], _T]) -> _T: ...
+
+    def close_sync(self) -> None: ...
+
+
+class SQLiteSession:
+    """The records of one session in a SQLite history database: everything `SQLiteHistoryStore` does."""
+
+    def __init__(self, session_id: str, database: SQLiteConnection, *, owns_database: bool) -> None:
+        self._owns_database = owns_database
+        self._database = database
         self._session_id = session_id
         self._index = SessionIndex()
         self._expected: int | None = None
@@ -61,10 +60,6 @@ class SQLiteHistoryStore:
     def path(self) -> Path | None:
         """`None`: the history is no file of its own (see `database`)."""
         return None
-
-    @property
-    def database(self) -> SQLiteHistoryDatabase:
-        return self._database
 
     @property
     def session_id(self) -> str:
