@@ -1,4 +1,5 @@
-"""`PostgresHistoryDatabase`: many sessions in one PostgreSQL database, through one async connection pool."""
+"""`PostgresHistoryDatabase`: many sessions in one PostgreSQL database, through one async connection pool; and
+`PostgresHistoryStore`, one of its sessions (the session's operations are `PostgresSession`, in `_store.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import math
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
@@ -16,15 +17,18 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from .._database import SearchHit, SessionSummary
 from .._protocol import HistoryStoreError, validate_session_id
 from .._url import redact_url
-from ._schema import Tables, migrate
+from ._schema import Connection, Tables, migrate
 from ._search import search_rows
+from ._store import PostgresSession
 
-if TYPE_CHECKING:
-    from ._store import PostgresHistoryStore
-
-__all__ = ["PostgresHistoryDatabase", "first_connect_options", "open_postgres_database", "unreachable_message"]
-
-Connection = AsyncConnection[tuple[Any, ...]]
+__all__ = [
+    "Connection",
+    "PostgresHistoryDatabase",
+    "PostgresHistoryStore",
+    "first_connect_options",
+    "open_postgres_database",
+    "unreachable_message",
+]
 
 
 def first_connect_options(dsn: str, options: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -89,8 +93,6 @@ class PostgresHistoryDatabase:
         return self._pool
 
     def session(self, session_id: str) -> PostgresHistoryStore:
-        from ._store import PostgresHistoryStore
-
         validate_session_id(session_id)
         store = self._stores.get(session_id)
         if store is None:
@@ -201,3 +203,35 @@ class PostgresHistoryDatabase:
 def open_postgres_database(url: str, **options: Any) -> PostgresHistoryDatabase:
     """What `open_database('postgresql://...')` returns (`options`: see `PostgresHistoryDatabase`)."""
     return PostgresHistoryDatabase(url, **options)
+
+
+class PostgresHistoryStore(PostgresSession):
+    """The history of one session in PostgreSQL (see `PostgresHistoryDatabase` for many sessions).
+
+    Example:
+        ```python
+        store = PostgresHistoryStore('postgresql://app@db.internal/agents', session_id='chat-42')
+        await store.append(messages)  # each message needs an id: see ensure_message_id
+        history = await store.load()  # the working context, to pass as message_history
+        ```
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        session_id: str = "default",
+        *,
+        database: PostgresHistoryDatabase | None = None,
+        **options: Any,
+    ) -> None:
+        if database is None:
+            if dsn is None:
+                raise HistoryStoreError("PostgresHistoryStore needs a dsn (or a PostgresHistoryDatabase)")
+            self._history_database = PostgresHistoryDatabase(dsn, **options)
+        else:
+            self._history_database = database
+        super().__init__(session_id, self._history_database, owns_database=database is None)
+
+    @property
+    def database(self) -> PostgresHistoryDatabase:
+        return self._history_database

@@ -16,14 +16,16 @@ Every table lives in the schema given to the database (default: the connection's
 
 from __future__ import annotations
 
-from typing import LiteralString
+from typing import Any, LiteralString
 
 from psycopg import AsyncConnection
 from psycopg.sql import SQL, Composed, Identifier
 
 from .._protocol import HistoryStoreError
 
-__all__ = ["SCHEMA_VERSION", "Tables", "migrate"]
+__all__ = ["SCHEMA_VERSION", "Connection", "Tables", "migrate"]
+
+Connection = AsyncConnection[tuple[Any, ...]]
 
 SCHEMA_VERSION = 1
 _LOCK_KEY = 0x5350_4148  # pg_advisory_xact_lock: concurrent first users migrate one at a time

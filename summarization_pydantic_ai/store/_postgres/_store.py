@@ -1,4 +1,5 @@
-"""`PostgresHistoryStore`: one session of a PostgreSQL history database, with the guarantees of `JsonHistoryStore`.
+"""One session of a PostgreSQL history database, with the guarantees of `JsonHistoryStore`: the operations of
+`PostgresHistoryStore` (`_db.py`, which adds how a store is opened), over its database's connection pool.
 
 - Every append is one transaction that first locks the session's row: two workers appending to one session take
   turns, and a worker killed mid-append leaves nothing of its batch (the server rolls the transaction back).
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
@@ -25,42 +27,34 @@ from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
-from ._db import Connection, PostgresHistoryDatabase
+from ._schema import Connection, Tables
 from ._search import search_rows, tsvector_literal
 
-__all__ = ["PostgresHistoryStore"]
+__all__ = ["PostgresConnection", "PostgresSession"]
 
 
 def _clean(text: str) -> str:
     return text.replace("\x00", "\ufffd")  # PostgreSQL text holds no NUL (the record's JSON keeps it, escaped)
 
 
-class PostgresHistoryStore:
-    """The history of one session in PostgreSQL (see `PostgresHistoryDatabase` for many sessions).
+class PostgresConnection(Protocol):
+    """What a session's store uses of its database (`PostgresHistoryDatabase`)."""
 
-    Example:
-        ```python
-        store = PostgresHistoryStore('postgresql://app@db.internal/agents', session_id='chat-42')
-        await store.append(messages)  # each message needs an id: see ensure_message_id
-        history = await store.load()  # the working context, to pass as message_history
-        ```
-    """
+    @property
+    def url(self) -> str: ...
+    @property
+    def tables(self) -> Tables: ...
 
-    def __init__(
-        self,
-        dsn: str | None = None,
-        session_id: str = "default",
-        *,
-        database: PostgresHistoryDatabase | None = None,
-        **options: Any,
-    ) -> None:
-        if database is None:
-            if dsn is None:
-                raise HistoryStoreError("PostgresHistoryStore needs a dsn (or a PostgresHistoryDatabase)")
-            database = PostgresHistoryDatabase(dsn, **options)
-            self._owns_database = True
-        else:
-            self._owns_database = False
+    def connection(self) -> AbstractAsyncContextManager[Connection]: ...
+
+    async def close(self) -> None: ...
+
+
+class PostgresSession:
+    """The records of one session in a PostgreSQL history database: everything `PostgresHistoryStore` does."""
+
+    def __init__(self, session_id: str, database: PostgresConnection, *, owns_database: bool) -> None:
+        self._owns_database = owns_database
         self._database = database
         self._session_id = session_id
         self._index = SessionIndex()
@@ -73,10 +67,6 @@ class PostgresHistoryStore:
     def path(self) -> Path | None:
         """`None`: the history is no file (see `database`)."""
         return None
-
-    @property
-    def database(self) -> PostgresHistoryDatabase:
-        return self._database
 
     @property
     def session_id(self) -> str:
