@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - Windows
 from ..backends import BackendProtocol, CompositeBackend, LocalBackend, PathEscapeError, normalize_path
 
 if TYPE_CHECKING:
-    from ..storage import MemoryStore
+    from ..storage._protocols import MemoryStore
 
 __all__ = ["MemoryLocation"]
 
