@@ -2,7 +2,7 @@
 
 Pass `event_callback=` to any processor; it receives these dataclasses (sync or async callback). A callback that
 raises is logged and otherwise ignored: observing a run never aborts it. The overflow-recovery events are
-defined in `_overflow_events` and importable from here like the others.
+defined in `_overflow_events`, `CacheCollapse` in `_cache_events`; all are importable from here like the others.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, TypeAlias
 
+from ._cache_events import CacheCollapse
 from ._overflow_events import OverflowRecovered, OverflowRecoveryFailed, OverflowRetry
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "AgentCompressionRequested",
     "BudgetExceeded",
     "BudgetWarningIssued",
+    "CacheCollapse",
     "CallbackFailed",
     "CompactionCompleted",
     "CompactionFailed",
@@ -266,6 +268,11 @@ class CostRecorded:
     session_cost_usd: Decimal | None
     run_tokens: int
     session_tokens: int
+    uncached_tokens: int | None = None
+    """Input tokens neither read from nor written to the prompt cache (`None` when not simulated)."""
+    cache_source: Literal["reported", "estimated"] | None = None
+    """Whether `cache_read_tokens` / `cache_write_tokens` / `uncached_tokens` are the provider's figures or the
+    prompt-cache simulator's estimate (the provider reported none)."""
 
 
 BudgetName: TypeAlias = Literal["max_cost_usd", "max_tokens_total", "session_max_cost_usd", "session_max_tokens_total"]
@@ -362,6 +369,7 @@ ContextEvent: TypeAlias = (
     | BudgetExceeded
     | ContextReduced
     | PhaseCheckpointed
+    | CacheCollapse
 )
 
 EventCallback: TypeAlias = Callable[[ContextEvent], Awaitable[None] | None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from pathlib import Path
 
 import anyio.to_thread
@@ -144,12 +145,7 @@ async def cost_report(state: ChatState) -> list[str]:
                 f"{label:<11} {format_cost(spend)}: {spend.requests:,} requests, {spend.input_tokens:,} in{cached}, "
                 f"{spend.output_tokens:,} out"
             )
-    if totals.savings:
-        saved = totals.saved_usd
-        lines.append(
-            f"Saved       ~{totals.tokens_saved:,} tokens not re-sent after {len(totals.savings)} compaction(s)"
-            + (f" (~{format_cost(saved)})" if saved is not None else "")
-        )
+    lines += _cache_lines(totals)
     run = state.cost.run_totals
     if run is not None:
         lines.append(f"Last turn   {format_cost(run)} ({run.total.requests:,} requests)")
@@ -159,6 +155,44 @@ async def cost_report(state: ChatState) -> list[str]:
         spent = totals.total.known_cost_usd
         lines.append(f"Budget      {format_cost(spent)} of {format_cost(state.max_cost)} (--max-cost)")
     return lines
+
+
+def _cache_lines(totals: CostTotals) -> list[str]:
+    """The prompt cache's share of the input, and what the reductions saved net of the cache re-writes they caused
+    (the compactions' savings at the input price for a session recorded without cache figures)."""
+    lines: list[str] = []
+    cache = totals.cache
+    if cache.requests:
+        estimated = cache.requests - cache.reported_requests
+        tokens = cache.tokens
+        lines.append(
+            f"Cache       {cache.cache_read_share:.0%} of input read from the prompt cache "
+            f"({tokens.cache_read_tokens:,} read, {tokens.cache_write_tokens:,} written, "
+            f"{tokens.uncached_tokens:,} uncached"
+            + (f"; {estimated:,} of {cache.requests:,} requests estimated" if estimated else "")
+            + f"): {format_cost(cache.cost_usd)} with the cache counted"
+        )
+    if totals.reductions:
+        rewrites = [r.rewrite_cost_usd for r in totals.reductions]
+        paid = sum((r for r in rewrites if r is not None), Decimal(0)) if None not in rewrites else None
+        net = totals.net_saved_usd
+        lines.append(
+            f"Net saved   {_signed(net)} by {len(totals.reductions)} rewrite(s) of the history, after "
+            f"{format_cost(paid)} of cache re-writes they caused"
+        )
+    elif totals.savings:
+        saved = totals.saved_usd
+        lines.append(
+            f"Saved       ~{totals.tokens_saved:,} tokens not re-sent after {len(totals.savings)} compaction(s)"
+            + (f" (~{format_cost(saved)}, prompt cache not counted)" if saved is not None else "")
+        )
+    return lines
+
+
+def _signed(amount: Decimal | None) -> str:
+    if amount is None:
+        return "unknown"
+    return f"-{format_cost(-amount)}" if amount < 0 else f"+{format_cost(amount)}" if amount > 0 else "$0.00"
 
 
 async def _cost(state: ChatState, arg: str) -> None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 from .._windows import PROVIDER_ALIASES
 
@@ -177,9 +177,13 @@ class AnthropicPromptCache(PromptCache):
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any] | None, *, model: str | None = None) -> AnthropicPromptCache:
-        """The breakpoints pydantic-ai places for these model settings (`anthropic_cache`,
-        `anthropic_cache_messages`, `anthropic_cache_instructions`, `anthropic_cache_tool_definitions`)."""
+        """The breakpoints pydantic-ai places for these model settings: `anthropic_cache` /
+        `anthropic_cache_messages` (the last message), `anthropic_cache_instructions`,
+        `anthropic_cache_tool_definitions`, or else the unified `cache` setting (instructions and tools, and the
+        conversation unless `{'messages': False}`). No cache setting at all: nothing is cached."""
         settings = settings or {}
+        if not any(str(key).startswith("anthropic_cache") for key in settings):
+            return cls._from_unified(settings.get("cache"), model)
         last = settings.get("anthropic_cache") or settings.get("anthropic_cache_messages") or False
         return cls(
             model=model,
@@ -187,6 +191,22 @@ class AnthropicPromptCache(PromptCache):
             ttl_messages=last if last in _TTLS else "5m",
             cache_instructions=settings.get("anthropic_cache_instructions") or False,
             cache_tool_definitions=settings.get("anthropic_cache_tool_definitions") or False,
+        )
+
+    @classmethod
+    def _from_unified(cls, value: object, model: str | None) -> AnthropicPromptCache:
+        if not value:
+            return cls(model=model, cache_messages=False)
+        config = cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+        retention = config.get("retention", value)
+        ttl: Ttl = retention if retention in _TTLS else "5m"
+        head: Ttl = ttl
+        return cls(
+            model=model,
+            cache_messages=bool(config.get("messages", True)),
+            ttl_messages=ttl,
+            cache_instructions=head,
+            cache_tool_definitions=head,
         )
 
     def write_points(self, layout: Layout) -> list[tuple[int, Ttl | None]]:

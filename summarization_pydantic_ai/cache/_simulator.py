@@ -91,6 +91,8 @@ class CachedRequest:
     seconds_since_previous: float | None = None
     cache_write_1h_tokens: int = 0
     """Of the predicted writes, those at the 1-hour TTL (Anthropic)."""
+    warm: bool = False
+    """The cache the previous request left was still alive when this one was sent (False for the first)."""
 
     @property
     def input_tokens(self) -> int:
@@ -165,7 +167,7 @@ class CacheSimulator:
         if self.cache.persists_common_prefix:
             self._persist_common_prefix(before.first, clock, previous_tip)
         rewrite = before.rewrite(self._fps, self._cum_tokens, predicted.cache_read_tokens, self._established, warm)
-        result = self._result(request, predicted, write_1h, rewrite, since)
+        result = self._result(request, predicted, write_1h, rewrite, since, warm)
         self._established = layout.cum_tokens[last_written] if last_written >= 0 else 0
         self._now = now
         self._requests.append(result)
@@ -325,6 +327,7 @@ class CacheSimulator:
         write_1h: int,
         rewrite: Rewrite | None,
         since: float | None,
+        warm: bool,
     ) -> CachedRequest:
         usage = request.usage
         output = usage.output_tokens if usage is not None else (request.output_tokens or 0)
@@ -351,6 +354,7 @@ class CacheSimulator:
             rewrite_tokens=rewrite.rewrite_tokens if rewrite is not None else 0,
             seconds_since_previous=since,
             cache_write_1h_tokens=write_1h,
+            warm=warm,
         )
 
     def _cost(self, tokens: CacheTokens, output: int, write_1h: int) -> Decimal | None:

@@ -19,9 +19,12 @@ from pydantic_ai.usage import RequestUsage
 from .._events import BudgetExceeded, BudgetWarningIssued, CallbackFailed, CostRecorded, EventCallback, emit_event
 from .._messages import get_message_id
 from .._tokens import count_tokens_approximately
+from ..cache import PromptCache
 from ..store import HistoryStore, ensure_message_id
 from ._budget import BudgetExceededError, Limit, NextRequest, amount_text, estimate_next, limits_of
+from ._cache_tracking import is_reported
 from ._ledger import Priced
+from ._pricing import model_label
 from ._records import REQUEST_KIND_KEY
 from ._spend import CostTotals
 from ._state import RunCost, SharedCost, summaries_in
@@ -78,6 +81,13 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
     """The session's store, or a function of the `RunContext` returning it (instead of `context_manager`)."""
     price_as: str | None = None
     """Price every agent request as this model (`'openai:gpt-4.1'`) instead of the name the response carries."""
+    simulate_cache: bool = True
+    """Bill each request through a simulated prompt cache (`CacheSimulator`) too: its cache read / write /
+    uncached tokens are the provider's where it reported them, else the simulator's estimate (marked as such),
+    and each rewrite of the cached prefix is priced (see Prompt caching and cost)."""
+    prompt_cache: PromptCache | None = None
+    """The prompt cache to simulate; default: the priced model's family (`prompt_cache_for`), for Anthropic with
+    the breakpoints its model settings ask for (automatic caching of the last message when they ask none)."""
     _shared: SharedCost = field(default_factory=SharedCost, repr=False, compare=False)
     _state: RunCost = field(default_factory=RunCost, init=False, repr=False, compare=False)
     _limits: tuple[Limit, ...] = field(default=(), init=False, repr=False, compare=False)
@@ -140,6 +150,8 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         # Its id now (the context manager, whose hook runs after this one, keeps it): the ledgers know the
         # response by it, so the next run does not price its record again.
         state.produced.append(ensure_message_id(response))
+        if self.simulate_cache:
+            await self._bill_cache(ctx, request_context, response, state)
         priced = state.run.add_response(response, kind, price_as=self.price_as)
         state.session.add_response(response, kind, price_as=self.price_as)
         state.requests += 1
@@ -207,6 +219,17 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
             for priced in state.run.add_summary(summary):
                 await self._report(priced, state)
 
+    async def _bill_cache(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext, response: ModelResponse, state: RunCost
+    ) -> None:
+        """Bill the request through the conversation's simulated cache, stamp the response, report a collapse."""
+        model = self.price_as or model_label(response.model_name, response.provider_name)
+        conversation = getattr(ctx, "conversation_id", None)
+        track = self._shared.caches.get(conversation, model, self.prompt_cache, request_context.model_settings)
+        state.cached = track.bill(request_context, response, reported=is_reported(model, response, self.price_as))
+        if (collapse := track.collapse(state.cached, NAME)) is not None:
+            await emit_event(self.event_callback, collapse)
+
     def _estimate(self, state: RunCost, request_context: ModelRequestContext) -> NextRequest:
         model = self.price_as or getattr(request_context.model, "model_name", None)
         provider = None if self.price_as else getattr(request_context.model, "system", None)
@@ -248,19 +271,23 @@ class CostTrackingMiddleware(AbstractCapability[Any]):
         with self._shared.lock:
             self._shared.run_totals, self._shared.session_totals = run, session
         spend = priced.spend
+        cached = state.cached if priced.kind != "summarizer" else None
+        read, write = (cached.cache_read_tokens, cached.cache_write_tokens) if cached else (0, 0)
         event = CostRecorded(
             NAME,
             priced.kind,
             priced.model,
             spend.input_tokens,
-            spend.cache_read_tokens,
-            spend.cache_write_tokens,
+            read if cached else spend.cache_read_tokens,
+            write if cached else spend.cache_write_tokens,
             spend.output_tokens,
             spend.cost_usd,
             run.total.cost_usd,
             session.total.cost_usd,
             run.total.total_tokens,
             session.total.total_tokens,
+            cached.uncached_tokens if cached else None,
+            cached.source if cached else None,
         )
         span = trace.get_current_span()
         if span.is_recording():

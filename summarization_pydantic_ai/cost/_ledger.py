@@ -17,6 +17,7 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, Mod
 from pydantic_ai.usage import RequestUsage
 
 from .._messages import SUMMARY_METADATA_KEY, get_message_id
+from ._cache import CacheLedger, CacheStamp
 from ._pricing import model_label, price_usage
 from ._records import REQUEST_KIND_KEY, REQUEST_KINDS, SUMMARIZER_USAGE_KEY, RequestKind
 from ._spend import CompactionSaving, CostTotals, Spend
@@ -49,6 +50,7 @@ class CostLedger:
     _seen: set[str] = field(default_factory=set[str])
     _savings: list[_OpenSaving] = field(default_factory=list[_OpenSaving])
     _unpriced: dict[str, None] = field(default_factory=dict[str, None])
+    _cache: CacheLedger = field(default_factory=CacheLedger)
 
     def add_messages(self, messages: Iterable[ModelMessage]) -> list[Priced]:
         """Count every request of a history not counted yet: responses, and the summarizer calls of summaries."""
@@ -72,6 +74,8 @@ class CostLedger:
         model, provider = (price_as, None) if price_as else (response.model_name, response.provider_name)
         for saving in self._savings:
             saving.later[(model, provider)] += 1
+        if (stamp := CacheStamp.parse(response.metadata)) is not None:
+            self._cache.add(stamp, response.usage.output_tokens)
         return self._add(kind, response.usage, model, provider)
 
     def add_summary(self, message: ModelRequest) -> list[Priced]:
@@ -106,7 +110,7 @@ class CostLedger:
     def copy(self) -> CostLedger:
         """An independent copy: what a later run of the same session starts from."""
         savings = [replace(saving, later=Counter(saving.later)) for saving in self._savings]
-        return CostLedger(dict(self._spend), set(self._seen), savings, dict(self._unpriced))
+        return CostLedger(dict(self._spend), set(self._seen), savings, dict(self._unpriced), self._cache.copy())
 
     def totals(self) -> CostTotals:
         return CostTotals(
@@ -115,6 +119,8 @@ class CostLedger:
             overflow_retry=self._spend["overflow_retry"],
             savings=tuple(_saving(open_saving) for open_saving in self._savings),
             unpriced_models=tuple(self._unpriced),
+            cache=self._cache.report(),
+            reductions=self._cache.reductions(),
         )
 
     def _first_time(self, key: str | None) -> bool:

@@ -7,6 +7,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from pydantic_ai.usage import RequestUsage
 
+from ..cache import CacheReport
+from ._cache import ReductionEffect
 from ._records import RequestKind
 
 __all__ = ["CompactionSaving", "CostTotals", "Spend", "format_cost"]
@@ -89,6 +91,11 @@ class CostTotals:
     savings: tuple[CompactionSaving, ...] = ()
     unpriced_models: tuple[str, ...] = ()
     """Models genai-prices does not know (their requests are counted in tokens, their cost is unknown)."""
+    cache: CacheReport = field(default_factory=CacheReport)
+    """The agent's requests as the prompt cache billed them: read, written, uncached (the provider's figures where
+    it reported them, else the simulator's estimate) and the cost with the cache counted (see Prompt caching)."""
+    reductions: tuple[ReductionEffect, ...] = ()
+    """Each rewrite of the history's cached prefix, with what it saved and the cache re-write it cost."""
 
     @property
     def total(self) -> Spend:
@@ -112,6 +119,17 @@ class CostTotals:
             if saving.saved_usd is None:
                 return None
             total += saving.saved_usd
+        return total
+
+    @property
+    def net_saved_usd(self) -> Decimal | None:
+        """What the reductions saved, net of the cache re-writes they caused (negative: they cost more);
+        `None` when a model is unpriced."""
+        total = Decimal(0)
+        for reduction in self.reductions:
+            if (net := reduction.net_usd) is None:
+                return None
+            total += net
         return total
 
 

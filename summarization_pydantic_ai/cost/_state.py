@@ -9,6 +9,8 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest
 from pydantic_ai.usage import RequestUsage
 
 from .._cursor import HistoryCursor
+from ..cache import CachedRequest
+from ._cache_tracking import CacheTracks
 from ._ledger import CostLedger
 from ._seeds import SessionSeeds
 from ._spend import CostTotals
@@ -39,6 +41,8 @@ class RunCost:
     """The ids of the requests the run priced as they came (responses, summaries)."""
     given_summaries: list[ModelRequest] = field(default_factory=list[ModelRequest])
     """The summaries in the history the run was given (the session's, not the run's)."""
+    cached: CachedRequest | None = None
+    """The latest request as the prompt cache billed it (for `CostRecorded`)."""
 
 
 @dataclass
@@ -49,6 +53,9 @@ class SharedCost:
     seeds: SessionSeeds = field(default_factory=SessionSeeds)
     run_totals: CostTotals | None = None
     session_totals: CostTotals | None = None
+    caches: CacheTracks = field(default_factory=CacheTracks)
+    """The simulated prompt cache of each conversation (it outlives a run: the next run reads what this one
+    cached)."""
 
 
 def summaries_in(messages: list[ModelMessage]) -> list[ModelRequest]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from ..cost import CostLedger, Spend
+from ..cost import CacheStamp, CostLedger, Spend
 from ._page import CostView
 
 __all__ = ["cost_view"]
@@ -19,10 +19,13 @@ def cost_view(messages: Sequence[ModelMessage]) -> CostView:
     ledger = CostLedger()
     running = Spend()
     cumulative: list[float | None] = []
+    stamps: list[tuple[int, CacheStamp]] = []
     for message in messages:
         for priced in ledger.add_messages([message]):
             running = running + priced.spend
         if isinstance(message, ModelResponse):
+            if (stamp := CacheStamp.parse(message.metadata)) is not None:
+                stamps.append((len(cumulative) + 1, stamp))
             known = running.cost_usd if running.cost_usd is not None else running.known_cost_usd
             cumulative.append(float(known) if running.requests > running.unpriced_requests else None)
-    return CostView(cumulative, ledger.totals())
+    return CostView(cumulative, ledger.totals(), tuple(stamps))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from html import escape
 
 from .._render import elide_middle
-from ..cost import CostTotals, Spend, format_cost
-from ._chart import MAX_LISTED, context_chart, cost_chart, format_tokens
+from ..cost import CacheStamp, CostTotals, Spend, format_cost
+from ._cache import cache_card, cache_section, savings_note
+from ._chart import context_chart, cost_chart, format_tokens
+from ._html import table as _table
+from ._html import td as _td
 from ._timeline import SessionTimeline, ToolOutput
 
 __all__ = ["CostView", "render_page"]
@@ -29,6 +31,8 @@ class CostView:
     cumulative: Sequence[float | None]
     """USD after each request; a lower bound once a request is unpriced; `None` while no request is priced."""
     totals: CostTotals
+    cache_requests: tuple[tuple[int, CacheStamp], ...] = ()
+    """The requests billed through the prompt cache (number, figures), in order."""
 
 
 _CSS = """
@@ -73,22 +77,9 @@ def _cards(timeline: SessionTimeline, cost: CostView | None) -> str:
     ]
     if cost is not None:
         items.append(("total cost", format_cost(cost.totals)))
+    if (card := cache_card(cost)) is not None:
+        items.append(card)
     return '<div class="cards">' + "".join(f'<div class="card"><b>{v}</b>{k}</div>' for k, v in items) + "</div>"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
-    """The first `MAX_LISTED` rows, and a line saying how many more there are (the store keeps them all)."""
-    if not rows:
-        return f'<p class="muted">{escape(empty)}</p>'
-    body = "".join("<tr>" + "".join(row) + "</tr>" for row in rows[:MAX_LISTED])
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    more = len(rows) - MAX_LISTED
-    note = f'<p class="muted">{more:,} more not listed (the history file has them all).</p>' if more > 0 else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
-
-
-def _td(text: str, *, number: bool = False, raw: bool = False) -> str:
-    return f"<td{' class=n' if number else ''}>{text if raw else escape(text)}</td>"
 
 
 def _tokens(value: int | None) -> str:
@@ -217,11 +208,8 @@ def _cost_section(cost: CostView | None) -> str:
         f"{total.input_tokens:,} input tokens ({total.cache_read_tokens:,} read from cache), "
         f"{total.output_tokens:,} output tokens",
     ]
-    if totals.savings:
-        saved = [s.saved_usd for s in totals.savings]
-        known = [s for s in saved if s is not None]
-        usd = format_cost(sum(known, Decimal(0)) if len(known) == len(saved) else None)
-        notes.append(f"compaction spared later requests about {totals.tokens_saved:,} input tokens ({usd})")
+    if (note := savings_note(totals)) is not None:
+        notes.append(note)
     if totals.unpriced_models:
         notes.append(
             "price unknown for " + ", ".join(totals.unpriced_models) + " (the line counts the priced requests only)"
@@ -249,6 +237,7 @@ def render_page(timeline: SessionTimeline, *, title: str, source: str, cost: Cos
             _legend(),
             "</div>",
             _cost_section(cost),
+            cache_section(cost),
             "<h2>Compactions</h2>",
             _compactions(timeline),
             "<h2>Evictions</h2>",

@@ -53,6 +53,11 @@ def test_cost_and_context_show_what_the_session_file_records(
     assert f"Session     {money} this session (4 requests, {totals.total.total_tokens:,} tokens)" in cost
     assert re.search(r"Agent\s+\$[\d.]+: 4 requests, [\d,]+ in, [\d,]+ out", cost)
     assert re.search(r"Last turn\s+\$[\d.]+ \(1 requests\)", cost)
+    cache = totals.cache
+    assert cache.requests == 4 and cache.reported_requests == 0  # a scripted model: the simulator's estimate
+    share = f"{cache.cache_read_share:.0%}"
+    assert f"Cache       {share} of input read from the prompt cache ({cache.tokens.cache_read_tokens:,} read" in cost
+    assert "4 of 4 requests estimated" in cost
     context = result.out.split("› /context", 1)[1]
     assert f"Cost        {money} this session" in context
 
