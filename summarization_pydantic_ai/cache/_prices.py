@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from genai_prices import Usage, data_snapshot
+from genai_prices import data_snapshot
 
 from .._windows import PROVIDER_ALIASES
 
@@ -48,26 +48,33 @@ class CachePrices:
     cache_write_1h: Decimal
     output: Decimal
     derived: tuple[str, ...] = ()
-    _price: Any = field(default=None, repr=False, compare=False)
+    _tiers: dict[str, tuple[tuple[int, Decimal], ...]] = field(
+        default_factory=dict[str, tuple[tuple[int, Decimal], ...]], repr=False, compare=False
+    )
+    """Per rate with tiers: `(start, price per token)` of each tier, ascending (genai-prices' tiers)."""
+    _tiered_from: int | None = field(default=None, repr=False, compare=False)
+    """The input size above which a higher tier applies (`None`: no tiers)."""
 
     def cost(
         self, *, uncached: int = 0, cache_read: int = 0, cache_write: int = 0, output: int = 0, cache_write_1h: int = 0
     ) -> Decimal:
         """The price of one request in USD: `uncached` input tokens at the input price, `cache_read` at the read
         price, `cache_write` at the 5-minute write price (`cache_write_1h` more at the 1-hour price), `output`
-        at the output price. Priced by genai-prices (its tiers included) where it knows the model."""
+        at the output price. Above a tier threshold of genai-prices (200k input tokens on some models) every
+        token of the request pays that tier's rate, as genai-prices prices it."""
         counts = (uncached, cache_read, cache_write, output, cache_write_1h)
         if any(count < 0 for count in counts):
             raise ValueError(f"token counts cannot be negative, got {counts}")
-        if self._price is not None and not self._uses_derived(cache_read, cache_write, cache_write_1h):
-            usage = Usage(
-                input_tokens=uncached + cache_read + cache_write + cache_write_1h,
-                cache_read_tokens=cache_read,
-                cache_write_tokens=cache_write + cache_write_1h,
-                cache_write_1h_tokens=cache_write_1h,
-                output_tokens=output,
+        total = uncached + cache_read + cache_write + cache_write_1h
+        if self._tiered_from is not None and total > self._tiered_from:
+            rates = {key: rate for key, tiers in self._tiers.items() if (rate := _tier_rate(tiers, total)) is not None}
+            return (
+                uncached * rates.get("input", self.input)
+                + cache_read * rates.get("cache_read", self.cache_read)
+                + cache_write * rates.get("cache_write", self.cache_write)
+                + cache_write_1h * rates.get("cache_write_1h", self.cache_write_1h)
+                + output * rates.get("output", self.output)
             )
-            return self._price.calc_price(usage)["total_price"]
         return (
             uncached * self.input
             + cache_read * self.cache_read
@@ -75,10 +82,6 @@ class CachePrices:
             + cache_write_1h * self.cache_write_1h
             + output * self.output
         )
-
-    def _uses_derived(self, cache_read: int, cache_write: int, cache_write_1h: int) -> bool:
-        used = {"cache_read": cache_read, "cache_write": cache_write, "cache_write_1h": cache_write_1h}
-        return any(used[rule.partition("=")[0]] for rule in self.derived)
 
     @property
     def read_multiplier(self) -> Decimal:
@@ -143,6 +146,7 @@ def _prices_of(model: str, provider: str, price: Any) -> CachePrices | None:
             rates[key] = rates[fallback_key]
             derived.append(f"{key}={fallback_key}")
     output = rates["output"] if rates["output"] is not None else Decimal(0)
+    tiers = {key: steps for key in rates if (steps := _tier_steps(getattr(price, f"{key}_mtok", None)))}
     return CachePrices(
         model=model,
         provider=provider,
@@ -152,8 +156,24 @@ def _prices_of(model: str, provider: str, price: Any) -> CachePrices | None:
         cache_write_1h=_per_token(rates["cache_write_1h"]),
         output=output / _PER_MILLION,
         derived=tuple(derived),
-        _price=price,
+        _tiers=tiers,
+        _tiered_from=min((start for steps in tiers.values() for start, _ in steps), default=None),
     )
+
+
+def _tier_steps(value: object) -> tuple[tuple[int, Decimal], ...]:
+    """A `TieredPrices`' tiers as `(start, price per token)`, ascending; `()` for a flat price."""
+    tiers = getattr(value, "tiers", None) or ()
+    return tuple(sorted((tier.start, tier.price / _PER_MILLION) for tier in tiers))
+
+
+def _tier_rate(steps: tuple[tuple[int, Decimal], ...], total_input: int) -> Decimal | None:
+    """genai-prices' cliff: above a tier's start, every token of the request pays that tier's price."""
+    rate = None
+    for start, price in steps:
+        if total_input > start:
+            rate = price
+    return rate
 
 
 def _base(value: object) -> Decimal | None:

@@ -29,6 +29,8 @@ def model_label(model: str | None, provider: str | None) -> str:
 def price_usage(usage: RequestUsage, model: str | None, provider: str | None, *, warn: bool = True) -> Decimal | None:
     """The price of one call in USD, as genai-prices computes it; `None` (never 0) for a model it does not know,
     with one warning per model name."""
+    if model and provider is None and ":" in model:
+        provider, _, model = model.partition(":")  # `price_as='openai:gpt-4.1'`: the provider, then the model
     if model:
         provider_id = PROVIDER_ALIASES.get(provider, provider) if provider else None
         for candidate in (provider_id, None) if provider_id else (None,):

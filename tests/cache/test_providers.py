@@ -241,3 +241,14 @@ def test_no_prompt_cache_sends_everything_uncached():
 
 def test_unknown_model_has_no_prices():
     assert cache_prices("nowhere:no-such-model-xyz") is None
+
+
+def test_a_request_past_a_price_tier_is_priced_by_genai_prices_tiers():
+    from genai_prices import Usage, calc_price
+
+    prices = cache_prices("anthropic:claude-sonnet-4-5")
+    assert prices is not None
+    for uncached, read, write in ((1000, 50_000, 2000), (10_000, 250_000, 5000)):
+        usage = Usage(input_tokens=uncached + read + write, cache_read_tokens=read, cache_write_tokens=write)
+        expected = calc_price(usage, "claude-sonnet-4-5", provider_id="anthropic").total_price
+        assert prices.cost(uncached=uncached, cache_read=read, cache_write=write) == expected

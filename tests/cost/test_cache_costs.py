@@ -163,3 +163,11 @@ async def test_a_stamp_from_another_version_is_ignored_not_an_error() -> None:
     assert CacheStamp.parse(response.metadata) is None
     assert session_costs([response]).cache.requests == 0
     assert Decimal(0) == session_costs([]).net_saved_usd
+
+
+async def test_price_as_takes_a_provider_prefixed_name() -> None:
+    cost = CostTrackingMiddleware(price_as="openai:gpt-4.1")
+    await agent_with(reader(1), [cost]).run("read")
+    totals = cost.totals
+    assert totals is not None and totals.total.cost_usd is not None and totals.total.cost_usd > 0
+    assert totals.unpriced_models == ()
