@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -28,13 +28,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from ._compaction_plan import CompactionPlan, latest_user_request_at
 from ._events import PreservedItem, WorkingSetKind
 from ._merged_pins import preserved_groups
 from ._messages import get_message_id, summary_part, validate_history
 from ._tokens import estimate_message_tokens
-
-if TYPE_CHECKING:
-    from ._compaction import CompactionPlan
 
 __all__ = [
     "DEFAULT_TODO_TOOLS",
@@ -228,8 +226,6 @@ def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tup
 def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
     """Every candidate, in priority order: latest request, pinned (history order), todo, errors and exchanges
     (newest first); each unit once, under the highest priority that claims it."""
-    from ._compaction import latest_user_request_at
-
     sel = _Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
     latest = latest_user_request_at(messages)
     if latest is not None and summary_part(messages[latest]) is None:
