@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, NoReturn
 
 from pydantic_ai import RunContext
@@ -27,7 +27,7 @@ from ..processors._summarization import keep_message_counter, new_problems
 from ..store import HistoryStore
 from ._compress import NAME, CompressionMixin, link_summary
 from ._overflow_numbers import ProviderNumbers, overflow_target, parse_overflow
-from ._state import RunState
+from ._state import OverflowEpisode, RunState
 from ._truncate import TRUNCATED_METADATA_KEY, truncate_output
 
 __all__ = ["LADDER", "Ladder", "LadderResult", "OverflowEpisode", "OverflowMixin"]
@@ -46,14 +46,6 @@ _MARKER_TOKENS = 40
 
 Estimate = Callable[[list[ModelMessage]], Awaitable[int]]
 Summarize = Callable[[list[ModelMessage], int], Awaitable[list[ModelMessage]]]
-
-
-@dataclass
-class OverflowEpisode:
-    """The recovery of one request step: its first error and the retries made for it."""
-
-    original: BaseException
-    retries: list[OverflowRetry] = field(default_factory=list[OverflowRetry])
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,18 @@ from pydantic_ai.messages import ModelMessage
 
 from .._compaction import WarnOnce
 from .._cursor import CursorTable, HistoryChange
+from .._events import OverflowRetry
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
 from ._truncate import TRUNCATED_METADATA_KEY
 
 if TYPE_CHECKING:
-    from ._overflow import OverflowEpisode
     from ._stamp import RequestMeasure
 
 __all__ = [
     "ContextUsage",
+    "OverflowEpisode",
     "RunState",
     "SharedState",
     "call_callback",
@@ -80,6 +81,14 @@ class SharedState:
         """The focus of a pending `request_compact` (possibly `None`), or `_NO_FOCUS` when none is pending."""
         with self.lock:
             return self.pending_compacts.pop(0) if self.pending_compacts else _NO_FOCUS
+
+
+@dataclass
+class OverflowEpisode:
+    """The recovery of one request step: its first error and the retries made for it."""
+
+    original: BaseException
+    retries: list[OverflowRetry] = field(default_factory=list[OverflowRetry])
 
 
 @dataclass
