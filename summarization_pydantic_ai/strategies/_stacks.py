@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
 from .._events import EventCallback
 from .._working_set import has_tool_error
-from ..compression import MessageCompressor
+from ..compression import CompressionLevel, MessageCompressor
 from ..phases import PhaseCheckpoints
 from ..processors import SlidingWindowProcessor
 from ..pruning import ImportancePruner
 from ..store import HistoryStore
 
-if TYPE_CHECKING:
-    from ._config import ContextConfig
-
-__all__ = ["StoreSource", "build_steps"]
+__all__ = ["StackSettings", "StoreSource", "build_steps"]
 
 StoreSource = HistoryStore | Callable[[RunContext[Any]], HistoryStore | None] | None
 ERRORS_KEPT = 3
@@ -29,16 +26,41 @@ _BACKSTOP = 0.9
 """Where the sliding window behind importance pruning slides (a fraction of the window), if pruning fell short."""
 
 
+class StackSettings(Protocol):
+    """What the stacks read of the strategy's settings (`ContextConfig`)."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def model_name(self) -> str | None: ...
+    @property
+    def trigger(self) -> float: ...
+    @property
+    def target(self) -> float: ...
+    @property
+    def window_size(self) -> int | None: ...
+    @property
+    def preserve_errors(self) -> bool: ...
+    @property
+    def compression_level(self) -> CompressionLevel: ...
+    @property
+    def snapshot_depth(self) -> int | None: ...
+    @property
+    def checkpoint_phases(self) -> Sequence[str]: ...
+    @property
+    def importance_threshold(self) -> float | None: ...
+
+
 @dataclass(frozen=True)
 class _Build:
-    config: ContextConfig
+    config: StackSettings
     window: int | None
     callback: EventCallback | None
     history_store: StoreSource
 
 
 def build_steps(
-    config: ContextConfig, window: int | None, callback: EventCallback | None, history_store: StoreSource
+    config: StackSettings, window: int | None, callback: EventCallback | None, history_store: StoreSource
 ) -> list[AbstractCapability[Any]]:
     """The strategy's steps between eviction and the middleware, in order: compress, checkpoint, prune, slide."""
     build = _Build(config, window, callback, history_store)
