@@ -194,9 +194,9 @@ requests are priced with `summarization_pydantic_ai.cache.CacheSimulator`:
 Costs include output tokens and are relative to the unmanaged session; tokens sent count every request
 (summaries too). A prefix rewrite is a request that does not start with everything the previous request sent;
 "head": its instructions or tool definitions changed (the todo list lives in the instructions, so every
-`write_todos` is one). The probes look at the session's last request: does it hold the latest user request
-verbatim, the current todo list, the last test result? The last two rows are diagnostics: the same todo tools
-without the list in the instructions.
+`write_todos` that changes the list is one). The probes look at the session's last request: does it hold the
+latest user request verbatim, the current todo list, the last test result? The last two rows are diagnostics:
+the same todo tools without the list in the instructions.
 """
 
 
