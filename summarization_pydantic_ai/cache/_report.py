@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ._simulator import CachedRequest, CacheTokens
+from ._billed import CachedRequest, CacheTokens
 
 __all__ = ["CacheReport"]
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 from html import escape
-from typing import TYPE_CHECKING
 
 from ..cost import CacheStamp, CostTotals, ReductionEffect, format_cost
+from ._cost import CostView
 from ._html import table, td
-
-if TYPE_CHECKING:
-    from ._page import CostView
 
 __all__ = ["cache_card", "cache_section", "savings_note"]
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-from ..cost import CacheStamp, CostLedger, Spend
-from ._page import CostView
+from ..cost import CacheStamp, CostLedger, CostTotals, Spend
 
-__all__ = ["cost_view"]
+__all__ = ["CostView", "cost_view"]
+
+
+@dataclass(frozen=True)
+class CostView:
+    """What the report says about cost: the session's totals, and a cumulative figure per request."""
+
+    cumulative: Sequence[float | None]
+    """USD after each request; a lower bound once a request is unpriced; `None` while no request is priced."""
+    totals: CostTotals
+    cache_requests: tuple[tuple[int, CacheStamp], ...] = ()
+    """The requests billed through the prompt cache (number, figures), in order."""
 
 
 def cost_view(messages: Sequence[ModelMessage]) -> CostView:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
 from .._render import elide_middle
-from ..cost import CacheStamp, CostTotals, Spend, format_cost
+from ..cost import Spend, format_cost
 from ._cache import cache_card, cache_section, savings_note
 from ._chart import context_chart, cost_chart, format_tokens
+from ._cost import CostView
 from ._html import table as _table
 from ._html import td as _td
 from ._timeline import SessionTimeline, ToolOutput
@@ -22,17 +22,6 @@ SUMMARY_CHARS_BUDGET = 250_000
 with hundreds of compactions still makes a page well under a megabyte; the store keeps every summary whole."""
 _MIN_SUMMARY_CHARS = 2_000
 _MAX_SUMMARY_CHARS = 20_000
-
-
-@dataclass(frozen=True)
-class CostView:
-    """What the report says about cost: the session's totals, and a cumulative figure per request."""
-
-    cumulative: Sequence[float | None]
-    """USD after each request; a lower bound once a request is unpriced; `None` while no request is priced."""
-    totals: CostTotals
-    cache_requests: tuple[tuple[int, CacheStamp], ...] = ()
-    """The requests billed through the prompt cache (number, figures), in order."""
 
 
 _CSS = """
