@@ -98,6 +98,13 @@ class CacheEntries:
             return read.line
         return Line(read.line if read else None, (read.position + 1) if read else 0)
 
+    def prune(self, now: float) -> None:
+        """Forget the entries no longer alive (the provider has dropped them): a long session with many rewrites
+        would otherwise keep every branch it ever wrote."""
+        dead = [key for key, entry in self.entries.items() if self.alive(key, now) is None]
+        for key in dead:
+            del self.entries[key]
+
     def write(self, key: bytes, tokens: int, line: Line, position: int, ttl: timedelta | None) -> None:
         """An entry for the prefix up to `position` (refresh `line` once the request's writes are done)."""
         seconds = ttl.total_seconds() if ttl is not None else None

@@ -40,6 +40,7 @@ __all__ = ["CacheSimulator", "CacheTokens", "CachedRequest"]
 
 _ROOT = b"\0" * 16
 _Tip: TypeAlias = tuple[Line, int, bytes]
+_PRUNE_SLACK = 1024
 
 
 @dataclass
@@ -60,6 +61,9 @@ class CacheSimulator:
     """Tokens of one message as sent (default: the project's approximate count, instructions excluded)."""
     text_tokens: Callable[[str], int] = text_tokens
     """Tokens of the instructions and of the tool definitions' JSON."""
+    keep_results: bool = True
+    """Keep every `CachedRequest` for `requests` and `report()`; `False` for a long-lived simulator that only
+    needs each result as it comes (the cost middleware's: the figures live on the responses)."""
     _entries: CacheEntries = field(default_factory=CacheEntries, init=False, repr=False)
     _cursor: HistoryCursor = field(default_factory=lambda: HistoryCursor(fingerprint_all=False), init=False)
     _hashes: list[bytes] = field(default_factory=list[bytes], init=False, repr=False)
@@ -74,6 +78,7 @@ class CacheSimulator:
     """The line and position of the last entry the previous request left, and its key."""
     _established: int = field(default=0, init=False, repr=False)
     _requests: list[CachedRequest] = field(default_factory=list[CachedRequest], init=False, repr=False)
+    _count: int = field(default=0, init=False, repr=False)
 
     @classmethod
     def for_model(cls, model_name: str, **options: object) -> CacheSimulator:
@@ -82,7 +87,7 @@ class CacheSimulator:
 
     @property
     def requests(self) -> list[CachedRequest]:
-        """Every request added so far."""
+        """Every request added so far (none kept with `keep_results=False`)."""
         return list(self._requests)
 
     def simulate(self, requests: Iterable[SentRequest]) -> list[CachedRequest]:
@@ -108,11 +113,15 @@ class CacheSimulator:
         result = self._result(request, predicted, write_1h, rewrite, since, warm)
         self._established = layout.cum_tokens[last_written] if last_written >= 0 else 0
         self._now = now
-        self._requests.append(result)
+        self._count += 1
+        if self.keep_results:
+            self._requests.append(result)
+        if len(self._entries.entries) > 2 * len(self._hashes) + _PRUNE_SLACK:
+            self._entries.prune(clock)  # amortized: at most once per that many new entries
         return result
 
     def report(self) -> CacheReport:
-        """Totals over every request added so far."""
+        """Totals over every request added so far (kept with `keep_results=True`, the default)."""
         return CacheReport.of(self._requests)
 
     def tokens_after(self, index: int) -> int:
@@ -274,7 +283,7 @@ class CacheSimulator:
             reported = CacheTokens(read, write, max(0, usage.input_tokens - read - write))
         shown = reported or predicted
         return CachedRequest(
-            index=len(self._requests),
+            index=self._count,
             cache_read_tokens=shown.cache_read_tokens,
             cache_write_tokens=shown.cache_write_tokens,
             uncached_tokens=shown.uncached_tokens,

@@ -101,7 +101,8 @@ class CacheTracks:
         with self._lock:
             track = self._tracks.get(key)
             if track is None:
-                track = CacheTrack(CacheSimulator(cache or _cache_for(model, settings), cache_prices(model)), model)
+                cache = cache or _cache_for(model, settings)
+                track = CacheTrack(CacheSimulator(cache, cache_prices(model), keep_results=False), model)
                 self._tracks[key] = track
                 while len(self._tracks) > _MAX_CONVERSATIONS:
                     self._tracks.popitem(last=False)

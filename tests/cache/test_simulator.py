@@ -268,3 +268,28 @@ def test_a_history_that_only_grew_reports_no_rewrite():
     sim, messages = _anthropic_session(3)
     result = sim.add(send([*messages, answer("a", 10), sized("q", 10)], 40))
     assert (result.changed_at, result.tokens_removed, result.rewrite_tokens) == (None, 0, 0)
+
+
+def test_a_long_session_forgets_dead_entries_and_still_reads_what_is_alive():
+    plans: list[tuple[list[str], int]] = []
+    now = 0
+    for request in range(2000):  # every fourth request starts over: its old branch dies after the retention
+        now += 60 if request % 7 else 150
+        base = f"b{request // 4}"
+        plans.append(([base, *(f"{base}.{k}" for k in range(request % 4 + 1))], now))
+    sim = CacheSimulator(
+        PromptCache(retention=_RETENTION, write_premium=True), message_tokens=lambda m: 100, text_tokens=lambda t: 0
+    )
+    messages: dict[str, ModelMessage] = {}
+    reads = [
+        sim.add(
+            SentRequest(
+                [messages.setdefault(t, ModelRequest(parts=[UserPromptPart(t)])) for t in texts],
+                instructions="",
+                timestamp=at(when),
+            )
+        ).cache_read_tokens
+        for texts, when in plans
+    ]
+    assert reads == _reference(plans)
+    assert len(sim._entries.entries) <= 2 * 7 + 1024 + 7  # pyright: ignore[reportPrivateUsage]
