@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from decimal import Decimal
 from pathlib import Path
 
 import anyio.to_thread
@@ -173,12 +172,9 @@ def _cache_lines(totals: CostTotals) -> list[str]:
             + f"): {format_cost(cache.cost_usd)} with the cache counted"
         )
     if totals.reductions:
-        rewrites = [r.rewrite_cost_usd for r in totals.reductions]
-        paid = sum((r for r in rewrites if r is not None), Decimal(0)) if None not in rewrites else None
-        net = totals.net_saved_usd
         lines.append(
-            f"Net saved   {_signed(net)} by {len(totals.reductions)} rewrite(s) of the history, after "
-            f"{format_cost(paid)} of cache re-writes they caused"
+            f"Net saved   {format_cost(totals.net_saved_usd, signed=True)} by {len(totals.reductions)} rewrite(s) "
+            f"of the history, after {format_cost(totals.rewrite_cost_usd)} of cache re-writes they caused"
         )
     elif totals.savings:
         saved = totals.saved_usd
@@ -187,12 +183,6 @@ def _cache_lines(totals: CostTotals) -> list[str]:
             + (f" (~{format_cost(saved)}, prompt cache not counted)" if saved is not None else "")
         )
     return lines
-
-
-def _signed(amount: Decimal | None) -> str:
-    if amount is None:
-        return "unknown"
-    return f"-{format_cost(-amount)}" if amount < 0 else f"+{format_cost(amount)}" if amount > 0 else "$0.00"
 
 
 async def _cost(state: ChatState, arg: str) -> None:

@@ -101,7 +101,7 @@ class CacheEntries:
     def prune(self, now: float) -> None:
         """Forget the entries no longer alive (the provider has dropped them): a long session with many rewrites
         would otherwise keep every branch it ever wrote."""
-        dead = [key for key, entry in self.entries.items() if self.alive(key, now) is None]
+        dead = [key for key in self.entries if self.alive(key, now) is None]
         for key in dead:
             del self.entries[key]
 

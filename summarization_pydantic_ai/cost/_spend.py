@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -122,20 +123,36 @@ class CostTotals:
         return total
 
     @property
+    def reductions_saved_usd(self) -> Decimal | None:
+        """What the reductions saved the requests after them (the prompt cache counted); `None` when unpriced."""
+        return _total(r.saved_usd for r in self.reductions)
+
+    @property
+    def rewrite_cost_usd(self) -> Decimal | None:
+        """What the cache re-writes the reductions caused cost; `None` when a model is unpriced."""
+        return _total(r.rewrite_cost_usd for r in self.reductions)
+
+    @property
     def net_saved_usd(self) -> Decimal | None:
         """What the reductions saved, net of the cache re-writes they caused (negative: they cost more);
         `None` when a model is unpriced."""
-        total = Decimal(0)
-        for reduction in self.reductions:
-            if (net := reduction.net_usd) is None:
-                return None
-            total += net
-        return total
+        return _total(r.net_usd for r in self.reductions)
 
 
-def format_cost(cost: Decimal | Spend | CostTotals | None) -> str:
+def _total(amounts: Iterable[Decimal | None]) -> Decimal | None:
+    total = Decimal(0)
+    for amount in amounts:
+        if amount is None:
+            return None
+        total += amount
+    return total
+
+
+def format_cost(cost: Decimal | Spend | CostTotals | None, *, signed: bool = False) -> str:
     """A cost for people: `'$0.0123'`, `'$12.35'`, `'unknown'`, or with unpriced requests
-    `'≥ $0.0123 (2 requests unpriced)'`."""
+    `'≥ $0.0123 (2 requests unpriced)'`. `signed=True` shows a saving's sign: `'+$0.0123'`, `'-$0.50'`."""
+    if signed and isinstance(cost, Decimal) and cost != 0:
+        return ("-" if cost < 0 else "+") + _usd(abs(cost))
     if isinstance(cost, CostTotals):
         cost = cost.total
     if isinstance(cost, Spend):

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from decimal import Decimal
 from html import escape
 
 from ..cost import CacheStamp, CostTotals, ReductionEffect, format_cost
@@ -27,12 +25,10 @@ def savings_note(totals: CostTotals) -> str | None:
     with `simulate_cache=False`), the compactions' savings at the input price, said to leave the cache out."""
     if totals.reductions:
         spared = sum(r.tokens_removed * r.later_requests for r in totals.reductions)
-        saved = _sum(r.saved_usd for r in totals.reductions)
-        rewrites = _sum(r.rewrite_cost_usd for r in totals.reductions)
         return (
             f"compaction and the other {len(totals.reductions)} rewrites of the history spared later requests about "
-            f"{spared:,} input tokens ({format_cost(saved)}), and the cache re-writes they caused cost "
-            f"{format_cost(rewrites)}: net {_signed(totals.net_saved_usd)}"
+            f"{spared:,} input tokens ({format_cost(totals.reductions_saved_usd)}), and the cache re-writes they "
+            f"caused cost {format_cost(totals.rewrite_cost_usd)}: net {format_cost(totals.net_saved_usd, signed=True)}"
         )
     if totals.savings:
         return (
@@ -100,24 +96,9 @@ def _reductions(reductions: tuple[ReductionEffect, ...]) -> str:
             td(format_cost(r.rewrite_cost_usd), number=True),
             td(f"{r.later_requests:,}", number=True),
             td(format_cost(r.saved_usd), number=True),
-            td(_signed(r.net_usd), number=True),
+            td(format_cost(r.net_usd, signed=True), number=True),
         ]
         for r in reductions
     ]
     headers = ("request", "at message", "tokens removed", "re-written", "re-write cost", "requests", "saved", "net")
     return table(headers, rows, "No request rewrote the cached history.")
-
-
-def _sum(values: Iterable[Decimal | None]) -> Decimal | None:
-    total = Decimal(0)
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return total
-
-
-def _signed(amount: Decimal | None) -> str:
-    if amount is None:
-        return "unknown"
-    return f"-{format_cost(-amount)}" if amount < 0 else f"+{format_cost(amount)}" if amount > 0 else "$0.00"

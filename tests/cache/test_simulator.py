@@ -15,6 +15,7 @@ from pydantic_ai.usage import RequestUsage
 
 from summarization_pydantic_ai.cache import (
     AnthropicPromptCache,
+    CachedRequest,
     CacheReport,
     CacheSimulator,
     OpenAIPromptCache,
@@ -178,6 +179,25 @@ def _reference(histories: list[tuple[list[str], int]]) -> list[int]:
     return reads
 
 
+def _replay(plans: list[tuple[list[str], int]]) -> tuple[CacheSimulator, list[CachedRequest]]:
+    """The plans through a cache of every prefix (100 tokens a message); one message object per text."""
+    sim = CacheSimulator(
+        PromptCache(retention=_RETENTION, write_premium=True), message_tokens=lambda m: 100, text_tokens=lambda t: 0
+    )
+    messages: dict[str, ModelMessage] = {}
+    results = [
+        sim.add(
+            SentRequest(
+                [messages.setdefault(t, ModelRequest(parts=[UserPromptPart(t)])) for t in texts],
+                instructions="",
+                timestamp=at(when),
+            )
+        )
+        for texts, when in plans
+    ]
+    return sim, results
+
+
 _steps = st.lists(
     st.tuples(st.sampled_from(["append", "rewrite", "truncate", "fork"]), st.integers(0, 30), st.integers(0, 150)),
     min_size=1,
@@ -202,20 +222,7 @@ def test_reads_match_the_longest_live_prefix_reference(steps: list[tuple[str, in
         else:
             saved, texts = texts, list(saved)  # back to an earlier branch
         plans.append((list(texts), now))
-    sim = CacheSimulator(
-        PromptCache(retention=_RETENTION, write_premium=True), message_tokens=lambda m: 100, text_tokens=lambda t: 0
-    )
-    messages: dict[str, ModelMessage] = {}
-    results = [
-        sim.add(
-            SentRequest(
-                [messages.setdefault(t, ModelRequest(parts=[UserPromptPart(t)])) for t in texts],
-                instructions="",
-                timestamp=at(now),
-            )
-        )
-        for texts, now in plans
-    ]
+    _, results = _replay(plans)
     assert [r.cache_read_tokens for r in results] == _reference(plans)
     for result, (texts, _) in zip(results, plans, strict=True):
         assert result.input_tokens == 100 * len(texts)
@@ -277,19 +284,6 @@ def test_a_long_session_forgets_dead_entries_and_still_reads_what_is_alive():
         now += 60 if request % 7 else 150
         base = f"b{request // 4}"
         plans.append(([base, *(f"{base}.{k}" for k in range(request % 4 + 1))], now))
-    sim = CacheSimulator(
-        PromptCache(retention=_RETENTION, write_premium=True), message_tokens=lambda m: 100, text_tokens=lambda t: 0
-    )
-    messages: dict[str, ModelMessage] = {}
-    reads = [
-        sim.add(
-            SentRequest(
-                [messages.setdefault(t, ModelRequest(parts=[UserPromptPart(t)])) for t in texts],
-                instructions="",
-                timestamp=at(when),
-            )
-        ).cache_read_tokens
-        for texts, when in plans
-    ]
-    assert reads == _reference(plans)
+    sim, results = _replay(plans)
+    assert [r.cache_read_tokens for r in results] == _reference(plans)
     assert len(sim._entries.entries) <= 2 * 7 + 1024 + 7  # pyright: ignore[reportPrivateUsage]

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from summarization_pydantic_ai import CacheCollapse, ContextEvent, CostTrackingMiddleware, session_costs
+from summarization_pydantic_ai import CacheCollapse, ContextEvent, CostTrackingMiddleware, format_cost, session_costs
 from summarization_pydantic_ai.cache import cache_prices
 from summarization_pydantic_ai.cost import CACHE_METADATA_KEY, CacheStamp
 
@@ -171,3 +171,10 @@ async def test_price_as_takes_a_provider_prefixed_name() -> None:
     totals = cost.totals
     assert totals is not None and totals.total.cost_usd is not None and totals.total.cost_usd > 0
     assert totals.unpriced_models == ()
+
+
+def test_a_saving_is_shown_with_its_sign() -> None:
+    assert format_cost(Decimal("-0.5"), signed=True) == "-$0.50"
+    assert format_cost(Decimal("0.0123"), signed=True) == "+$0.0123"
+    assert format_cost(Decimal(0), signed=True) == "$0.00"
+    assert format_cost(None, signed=True) == "unknown"
