@@ -174,7 +174,7 @@ async def test_price_as_takes_a_provider_prefixed_name() -> None:
 
 
 def test_a_saving_is_shown_with_its_sign() -> None:
-    assert format_cost(Decimal("-0.5"), signed=True) == "-$0.50"
+    assert format_cost(Decimal("-2.5"), signed=True) == "-$2.50"
     assert format_cost(Decimal("0.0123"), signed=True) == "+$0.0123"
     assert format_cost(Decimal(0), signed=True) == "$0.00"
     assert format_cost(None, signed=True) == "unknown"
