@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RequestUsage
 
-from .._events import BudgetName
+from .._cost_events import BudgetName
 from ._pricing import price_usage
 from ._spend import Spend, format_cost
 
