@@ -4,21 +4,14 @@ function. `python scripts/import_cycles.py` lists them with one circle each."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "import_cycles.py"
+from script_loader import load_script
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("import_cycles", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("import_cycles", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/import_cycles.py")
 
 
 def test_no_import_cycles_among_our_modules() -> None:

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+from script_loader import ROOT, load_script
 
 
 def _script() -> ModuleType:
-    path = ROOT / "benchmarks" / "strategies_table.py"
-    spec = importlib.util.spec_from_file_location("strategies_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("strategies_table", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/strategies_table.py")
 
 
 async def test_the_presets_table_of_the_docs_is_current() -> None:
