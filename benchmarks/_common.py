@@ -152,3 +152,25 @@ def with_sections(page: str, blocks: list[str]) -> str:
         before, after = page.split("\n## Environment", 1)
         return before.rstrip("\n") + "\n\n" + joined + "\n## Environment" + after
     return page.rstrip("\n") + "\n\n" + joined
+
+
+def environment() -> str:
+    """Date, CPU, Python and the load average (this machine is shared: say how loaded it was)."""
+    import os
+    import platform
+    from datetime import UTC, datetime
+
+    try:
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        cpu = platform.processor() or "unknown CPU"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return (
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {cpu} ({os.cpu_count()} logical cores); "
+        f"Python {platform.python_version()}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+        "(1 / 5 / 15 min, `uptime`) at the end, other helpers' work sharing the cores"
+    )

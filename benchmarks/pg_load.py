@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the packages, from a checkout
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from _common import write_section
+from _common import environment, write_section
 from pg_cluster import throwaway_cluster
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -239,26 +239,6 @@ def markdown_lines(result: LoadResult, environment: str) -> list[str]:
         "it mostly measures CPU starvation.",
         "",
     ]
-
-
-def environment() -> str:
-    import os
-    import platform
-    from datetime import UTC, datetime
-
-    try:
-        cpu = next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
-    except (OSError, StopIteration):
-        cpu = platform.processor() or "unknown CPU"
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (
-        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; {cpu} ({os.cpu_count()} logical cores); "
-        f"Python {platform.python_version()}; load average {load:.1f} at the end"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,12 +1,14 @@
 """Per-message token estimates: about four characters per token, media at fixed estimates.
 
 `estimate_message_tokens` is the reference; `approx_message_tokens` computes the same numbers faster for the
-common part kinds (the length of their text; JSON arguments measured without serializing them), for counting
-a long history the first time.
+common part kinds (the length of their text; dict tool results measured without serializing them), and
+`approx_messages_tokens` for a whole history in one loop, for counting a long history the first time. Tool-call
+arguments are counted as pydantic-ai sends them to the model: compact JSON from `pydantic_core.to_json`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -20,6 +22,7 @@ from pydantic_ai.messages import (
     ImageUrl,
     ModelMessage,
     ModelRequest,
+    NativeToolCallPart,
     SystemPromptPart,
     TextPart,
     ThinkingPart,
@@ -28,6 +31,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
     VideoUrl,
 )
+from pydantic_core import PydanticSerializationError, to_json
 
 from ._render import iter_media, part_text
 
@@ -40,6 +44,7 @@ __all__ = [
     "PART_OVERHEAD_TOKENS",
     "VIDEO_TOKENS",
     "approx_message_tokens",
+    "approx_messages_tokens",
     "estimate_message_tokens",
     "estimate_text_tokens",
 ]
@@ -80,10 +85,28 @@ def _media_tokens(item: object) -> int:
     return DOCUMENT_TOKENS  # uploaded files: a document-sized guess
 
 
+def _args_length(args: Any) -> int | None:
+    """The length of tool-call arguments as pydantic-ai sends them to a model (compact JSON from
+    `pydantic_core.to_json`, in characters), serialized in C; `None` for arguments it cannot serialize."""
+    try:
+        raw = to_json(args)
+    except (PydanticSerializationError, ValueError):
+        return None
+    return len(raw) if raw.isascii() else len(raw.decode(errors="surrogateescape"))
+
+
+def _counted_text(part: Any) -> str:
+    """The text a part is counted by: its readable text, with tool-call arguments as pydantic-ai sends them."""
+    if isinstance(part, ToolCallPart | NativeToolCallPart) and not isinstance(part.args, str) and part.args:
+        with contextlib.suppress(PydanticSerializationError, ValueError):
+            return to_json(part.args).decode(errors="surrogateescape")
+    return part_text(part)
+
+
 def _estimate_part_tokens(part: Any, text_tokens: Callable[[str], int]) -> int:
     content = getattr(part, "content", None)
     media = list(iter_media(content)) if content is not None and not isinstance(content, str) else []
-    text = part_text(part)
+    text = _counted_text(part)
     if media:
         # Media are counted at their fixed estimate, not by the length of their description.
         text = "\n".join(line for line in text.split("\n") if not line.startswith("["))
@@ -198,7 +221,7 @@ def _tool_return_tokens(part: Any) -> int:
 
 def _tool_call_tokens(part: Any) -> int:
     args = part.args
-    length = len(args) if args.__class__ is str else 2 if not args else _json_length(args)
+    length = len(args) if args.__class__ is str else 2 if not args else _args_length(args)
     if length is None:
         return _estimate_part_tokens(part, estimate_text_tokens)
     return PART_OVERHEAD_TOKENS + _tokens_of_length(length) + _tokens_of_length(len(part.tool_name))
@@ -220,18 +243,49 @@ _TEXT_LIKE = frozenset({TextPart, ThinkingPart, SystemPromptPart, CompactionPart
 
 def approx_message_tokens(message: ModelMessage) -> int:
     """`estimate_message_tokens(message)` with the default text estimate, the same number computed faster: the
-    common part kinds are measured by the length of their text, and JSON arguments without serializing them."""
-    fast, text_like = _FAST_PARTS.get, _TEXT_LIKE
-    total = MESSAGE_OVERHEAD_TOKENS
-    parts: Sequence[Any] = message.parts
-    for part in parts:
-        kind = part.__class__
-        if kind in text_like:  # inlined: the most common parts
-            content = part.content
-            total += PART_OVERHEAD_TOKENS + ((len(content) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN if content else 0)
-            continue
-        measure = fast(kind)
-        total += measure(part) if measure is not None else _estimate_part_tokens(part, estimate_text_tokens)
-    if isinstance(message, ModelRequest) and message.instructions:
-        total += _tokens_of_length(len(message.instructions))
-    return total
+    common part kinds are measured by the length of their text, dict tool results without serializing them."""
+    return approx_messages_tokens((message,))[0]
+
+
+def approx_messages_tokens(messages: Sequence[ModelMessage]) -> list[int]:
+    """`approx_message_tokens` of each message, in one loop (a long history counted the first time, e.g. one just
+    loaded from a store): the usual parts (tool results, text, tool calls, user prompts) are measured inline, in
+    the order of how common they are, without a function call per message or part."""
+    fast, text_like, per_token = _FAST_PARTS.get, _TEXT_LIKE, CHARS_PER_TOKEN
+    tool_return, text, tool_call, user_prompt = ToolReturnPart, TextPart, ToolCallPart, UserPromptPart
+    request = ModelRequest
+    counts: list[int] = []
+    append = counts.append
+    for message in messages:
+        total = MESSAGE_OVERHEAD_TOKENS
+        parts: Sequence[Any] = message.parts
+        for part in parts:
+            kind = part.__class__
+            if kind is tool_return:
+                content = part.content
+                if content.__class__ is str:
+                    total += PART_OVERHEAD_TOKENS + (len(content) + per_token - 1) // per_token
+                    total += (len(part.tool_name) + per_token - 1) // per_token
+                    continue
+            elif kind is text or kind in text_like:
+                content = part.content
+                total += PART_OVERHEAD_TOKENS + ((len(content) + per_token - 1) // per_token if content else 0)
+                continue
+            elif kind is tool_call:
+                args = part.args
+                length = len(args) if args.__class__ is str else _args_length(args) if args else 2
+                if length is not None:
+                    total += PART_OVERHEAD_TOKENS + (length + per_token - 1) // per_token
+                    total += (len(part.tool_name) + per_token - 1) // per_token
+                    continue
+            elif kind is user_prompt:
+                content = part.content
+                if content.__class__ is str:
+                    total += PART_OVERHEAD_TOKENS + (len(content) + per_token - 1) // per_token
+                    continue
+            measure = fast(kind)
+            total += measure(part) if measure is not None else _estimate_part_tokens(part, estimate_text_tokens)
+        if isinstance(message, request) and message.instructions:
+            total += _tokens_of_length(len(message.instructions))
+        append(total)
+    return counts

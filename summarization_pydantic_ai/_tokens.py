@@ -28,6 +28,7 @@ from ._estimate import (
     PART_OVERHEAD_TOKENS,
     VIDEO_TOKENS,
     approx_message_tokens,
+    approx_messages_tokens,
     estimate_message_tokens,
     estimate_text_tokens,
 )
@@ -92,7 +93,7 @@ class _Tally(HistoryCursor):
 
     __slots__ = ("counter", "counts", "total")
 
-    def __init__(self, *, fingerprint_all: bool = True) -> None:
+    def __init__(self, *, fingerprint_all: bool = False) -> None:
         super().__init__(fingerprint_all=fingerprint_all)
         self.counts: list[int] = []
         self.total = 0
@@ -110,7 +111,9 @@ class IncrementalCounter:
     messages costs O(k); a message edited in place is re-measured (its old count subtracted, the new one added);
     a history replaced from index i (a compaction, a rewind) is re-measured from i. `count(..., verify=True)`
     also checks every message, not only the last few, for in-place mutation of the same object (the processors
-    do it when an estimate comes near a trigger).
+    do it when an estimate comes near a trigger). A history seen the first time is measured without keeping a
+    fingerprint of each message (what the in-place check compares): the first count of a long history, e.g.
+    one just loaded from a store, costs its measurement only, and the first `verify=True` measures it again.
 
     Example:
         ```python
@@ -128,9 +131,12 @@ class IncrementalCounter:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # The default estimate has a faster form that gives the same counts.
+        # The default estimate has a faster form that gives the same counts (and a batch form of it).
         default = self.message_tokens is estimate_message_tokens
         self._measure = approx_message_tokens if default else self.message_tokens
+        self._measure_all: Callable[[Sequence[ModelMessage]], list[int]] = (
+            approx_messages_tokens if default else lambda messages: list(map(self._measure, messages))
+        )
 
     def __call__(self, messages: Sequence[ModelMessage]) -> int:
         return self.count(messages)
@@ -156,7 +162,7 @@ class IncrementalCounter:
         history check serves both. Counts kept on `tally` by another counter are measured again."""
         with self._lock:
             if tally.counter is not self or len(tally.counts) != len(tally):
-                tally.counts = list(map(self._measure, messages))
+                tally.counts = self._measure_all(messages)
                 tally.total, tally.counter = sum(tally.counts), self
             elif change.kind != "unchanged":
                 self._apply(tally, messages, change)
@@ -167,7 +173,7 @@ class IncrementalCounter:
         measure = self._measure
         counts = tally.counts
         edited = [(i, measure(messages[i])) for i in change.edited]  # measured first: a failure changes nothing
-        added = list(map(measure, messages[change.start :]))
+        added = self._measure_all(messages[change.start :])
         if change.kind == "replaced":
             del counts[change.start :]
             total = sum(counts)

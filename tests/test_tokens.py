@@ -298,7 +298,7 @@ def test_the_fast_estimate_equals_the_reference_for_any_arguments(args: Any) -> 
 
 
 def test_the_fast_estimate_equals_the_reference_on_every_part_kind() -> None:
-    from summarization_pydantic_ai._estimate import approx_message_tokens
+    from summarization_pydantic_ai._estimate import approx_message_tokens, approx_messages_tokens
 
     history = _history(300)
     history.append(
@@ -312,6 +312,7 @@ def test_the_fast_estimate_equals_the_reference_on_every_part_kind() -> None:
     )
     history.append(ModelResponse(parts=[ThinkingPart("hmm"), CompactionPart(None), TextPart("")]))
     assert [approx_message_tokens(m) for m in history] == [estimate_message_tokens(m) for m in history]
+    assert approx_messages_tokens(history) == [estimate_message_tokens(m) for m in history]  # the batch form
 
 
 def test_an_edit_in_place_is_re_measured_anywhere_in_the_history() -> None:

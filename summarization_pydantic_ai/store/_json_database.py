@@ -23,6 +23,8 @@ from ._protocol import HistoryStoreError, validate_session_id
 __all__ = ["HISTORY_FILE", "JsonHistoryDatabase"]
 
 HISTORY_FILE = "messages.json"
+_DERIVED = (".resume", ".index.sqlite", ".index.sqlite-wal", ".index.sqlite-shm")
+"""Files derived from a history file (its resume point, its search index), deleted with it."""
 
 
 class JsonHistoryDatabase:
@@ -72,7 +74,8 @@ class JsonHistoryDatabase:
 
         def delete() -> bool:
             existed = path.exists()
-            for file in (path, search_texts_path(path), path.with_name(path.name + ".index.sqlite")):
+            derived = [path.with_name(path.name + suffix) for suffix in _DERIVED]
+            for file in (path, search_texts_path(path), *derived):
                 with contextlib.suppress(FileNotFoundError):
                     file.unlink()
             return existed

@@ -6,6 +6,9 @@ index of its records, and what opening does to a damaged or foreign file.
 - A history written by something else (any JSON array of pydantic-ai messages) is rewritten in our format, with
   ids; the original is kept as `messages.json.imported`.
 - A read-only view takes no lock and never rewrites the file: damage is skipped (and logged).
+- The index of every record is built on first need (an append, a read by ids), not by opening: `load_working()`
+  reads the working context through the resume point (`_resume`) when it describes the file, else the whole
+  file once. A clean file is read at the speed of its checksums (`_checked`); damage takes the full scan.
 Sync: the store calls it from a worker thread, under its own lock.
 """
 
@@ -19,11 +22,14 @@ from typing import BinaryIO
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from ._framing import FOOTER, HEADER, Record, encode, repaired, scan
+from .._messages import get_message_id
+from ._checked import Line, checked_records, decode_lines, read_runs, summary_of, whole_file_lines
+from ._framing import FOOTER, HEADER, Record, Scan, encode, repaired, scan
 from ._json_index import FileIndex
 from ._locking import acquire_lock, is_json_array, write_atomically
 from ._protocol import HistoryStoreError, ensure_message_id
 from ._report import StoreReport, keep_damaged_copy, report_of, warn
+from ._resume import ResumePoint, advance, load_from_point, read_point, resume_point_of, write_point
 
 __all__ = ["JsonFile"]
 
@@ -35,7 +41,12 @@ class JsonFile:
         self.path = path
         self.read_only = read_only
         self.handle: BinaryIO | None = None
-        self.index = FileIndex()
+        self.index: FileIndex | None = None
+        """Every record, once something needed it (`ensure_index`)."""
+        self.loaded: list[ModelMessage] = []
+        """The working context `load_working` read without indexing (its messages are known to be recorded)."""
+        self._loaded_ids: frozenset[str] | None = None
+        self.point: ResumePoint | None = None
         self.bytes_after_end = True
         """Bytes may follow the footer (open, failed append): the next append cuts them."""
         self.recovered_from: Path | None = None
@@ -54,9 +65,8 @@ class JsonFile:
             if os.fstat(handle.fileno()).st_size == 0:
                 handle.write(HEADER + FOOTER[1:])
                 handle.flush()
-            handle.seek(0)
             self.handle = handle
-            self.refresh(handle.read(), repair=True)
+            self.index, self.point, self.loaded, self._loaded_ids = None, None, [], None
             return handle
         except BaseException as exc:
             for opened in {handle, self.handle}:
@@ -68,7 +78,7 @@ class JsonFile:
             raise
 
     def open_read_only(self) -> BinaryIO:
-        """(Re)scan the file as it is now; damage is skipped (and logged), never repaired."""
+        """Open the file as it is now (a view reads it again on every call; damage is skipped, never repaired)."""
         self.close()
         try:
             handle = self.path.open("rb")
@@ -76,9 +86,82 @@ class JsonFile:
             raise HistoryStoreError(f"no history file at {self.path}") from exc
         except OSError as exc:
             raise HistoryStoreError(f"cannot read {self.path}: {exc}") from exc
-        self.handle = handle
-        self.refresh(handle.read(), repair=False)
+        self.handle, self.index, self.loaded, self._loaded_ids = handle, None, [], None
         return handle
+
+    def ensure_index(self) -> FileIndex:
+        """The index of every record (built on first need: a clean file from its checksums and ids, anything
+        else by the full scan, which repairs it for the writer)."""
+        if self.index is None:
+            data = self.read_all()
+            lines = whole_file_lines(data)
+            records = checked_records(data, lines) if lines is not None else None
+            if records is None:
+                self.refresh(data, repair=not self.read_only)
+            else:
+                self._indexed(records)
+        assert self.index is not None
+        return self.index
+
+    def _indexed(self, records: list[Record]) -> None:
+        """Index the records of a clean file."""
+        self.last_report = report_of(self.path, Scan(records))
+        warn(self.last_report)
+        self.index = FileIndex.of(records)
+        self.bytes_after_end = True
+        self.save_point(None)
+
+    def load_working(self) -> list[ModelMessage]:
+        """The working context: from the index when built, else through the resume point, else the whole file."""
+        if self.index is None:
+            point = read_point(self.path)
+            messages = load_from_point(self.path, point) if point is not None else None
+            if messages is not None:
+                self.loaded, self._loaded_ids = messages, None
+                return messages
+            data = self.read_all()
+            lines = whole_file_lines(data)
+            messages = self._decoded_whole(data, lines) if lines is not None else None
+            if messages is not None:
+                return messages
+            self.refresh(data, repair=not self.read_only)
+        return self.read_messages(self.ensure_index().working())
+
+    def _decoded_whole(self, data: bytes, lines: list[Line]) -> list[ModelMessage] | None:
+        """The working context of a clean file, every record decoded in one call (and the index built from the
+        decoded ids, so nothing is parsed twice)."""
+        try:
+            decoded = decode_lines(data, lines)
+        except ValueError:
+            return None
+        records: list[Record] = []
+        for (offset, length, crc), message in zip(lines, decoded, strict=True):
+            message_id = get_message_id(message)
+            if message_id is None:
+                return None
+            records.append(Record(offset, length, message_id, summary_of(message), crc))
+        self._indexed(records)
+        by_offset = {record.offset: message for record, message in zip(records, decoded, strict=True)}
+        assert self.index is not None
+        return [by_offset[record.offset] for record in self.index.working()]
+
+    def is_loaded(self, message_id: object) -> bool:
+        """Whether `message_id` is one of the working context read without indexing."""
+        if self._loaded_ids is None:
+            self._loaded_ids = frozenset(filter(None, map(get_message_id, self.loaded)))
+        return message_id in self._loaded_ids
+
+    # -- the resume point (writer only) ------------------------------------------------------------------------
+
+    def save_point(self, added: list[tuple[Record, Record | None]] | None) -> None:
+        """Write the resume point after indexing (`added` is None) or after an append of `added`."""
+        if self.read_only or self.handle is None or self.index is None:
+            return
+        if added is None or self.point is None:
+            self.point = resume_point_of(self.index)
+        else:
+            self.point = advance(self.point, self.index, added)
+        write_point(self.path, self.point, self.handle.fileno())
 
     def refresh(self, data: bytes, *, repair: bool) -> StoreReport:
         """Index `data` (the whole file); with `repair`, rewrite a damaged file keeping every good record."""
@@ -101,6 +184,7 @@ class JsonFile:
         self.last_report = report
         self.index = FileIndex.of(result.records)
         self.bytes_after_end = True
+        self.save_point(None)
         return report
 
     def _import_foreign(self, data: bytes) -> StoreReport:
@@ -135,20 +219,24 @@ class JsonFile:
         self.handle = handle
 
     def read_messages(self, records: Sequence[Record]) -> list[ModelMessage]:
-        """Decode `records` (the file is open)."""
+        """Decode `records` (the file is open): read in runs of neighbouring records, decoded in one call."""
         handle = self.handle
         assert handle is not None
-        messages: list[ModelMessage] = []
-        for record in records:
-            try:
-                handle.seek(record.offset)
-                raw = handle.read(record.length)
-                messages.append(ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0])
-            except (OSError, ValueError) as exc:
-                raise HistoryStoreError(
-                    f"{self.path}: the record at byte {record.offset} cannot be read as a message: {str(exc)[:300]}"
-                ) from exc
-        return messages
+        try:
+            data, lines = read_runs(handle.fileno(), records)
+            return decode_lines(data, lines)
+        except (OSError, ValueError):
+            return [self._read_one(record) for record in records]  # names the record that cannot be read
+
+    def _read_one(self, record: Record) -> ModelMessage:
+        assert self.handle is not None
+        try:
+            raw = os.pread(self.handle.fileno(), record.length, record.offset)
+            return ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
+        except (OSError, ValueError) as exc:
+            raise HistoryStoreError(
+                f"{self.path}: the record at byte {record.offset} cannot be read as a message: {str(exc)[:300]}"
+            ) from exc
 
     def close(self) -> None:
         """Close the handle (releasing the writer's lock), also when closing the file fails."""

@@ -18,7 +18,9 @@ class FileIndex:
     slots: list[Record] = field(default_factory=list[Record])
     positions: dict[str, int] = field(default_factory=dict[str, int])
     firsts: list[int] = field(default_factory=list[int])
-    """The offset of each slot's first record (where the message was first recorded)."""
+    """The offset of each slot's first record (where the message was first recorded): its slot key."""
+    versions: list[tuple[int, int]] = field(default_factory=list[tuple[int, int]])
+    """(offset, slot key) of every record that is a newer version of an earlier message."""
     records_in_file: int = 0
     """Every record, versions included."""
     end: int = len(HEADER)
@@ -31,17 +33,21 @@ class FileIndex:
             index.add(record)
         return index
 
-    def add(self, record: Record) -> None:
-        """Index a record that lies after every indexed one (a new message, or a newer version of one)."""
+    def add(self, record: Record) -> Record | None:
+        """Index a record that lies after every indexed one (a new message, or a newer version of one); returns
+        the version it replaces (`None` for a new message)."""
         position = self.positions.get(record.message_id)
+        previous: Record | None = None
         if position is None:
             self.positions[record.message_id] = len(self.slots)
             self.slots.append(record)
             self.firsts.append(record.offset)
         else:
-            self.slots[position] = record  # a newer version, in the place of the first one
+            previous, self.slots[position] = self.slots[position], record  # in the place of the first one
+            self.versions.append((record.offset, self.firsts[position]))
         self.records_in_file += 1
         self.end = record.offset + record.length
+        return previous
 
     def working(self) -> list[Record]:
         """The records `load()` returns: the latest summary, what it kept, and what followed."""

@@ -24,6 +24,7 @@ from ._appending import new_records, place, write_tail
 from ._database import SearchHit
 from ._framing import FOOTER, scan
 from ._json_file import JsonFile
+from ._json_index import FileIndex
 from ._json_search import load_search_texts, load_versions, save_search_text
 from ._paging import check_page, page_of
 from ._protocol import HistoryPage, HistoryStoreError
@@ -129,8 +130,8 @@ class JsonHistoryStore:
             raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to repair")
         with self._lock:
             opened = self._opened
-            if opened.handle is None:
-                self._ensure_open()
+            if opened.handle is None or opened.index is None:
+                self._ensure_open().ensure_index()
                 assert opened.last_report is not None
                 return opened.last_report
             return opened.refresh(opened.read_all(), repair=True)
@@ -144,7 +145,7 @@ class JsonHistoryStore:
             raise HistoryStoreError(f"{self._path} is open read-only (JsonHistoryStore.reader); use open() to write")
         with self._lock:
             opened = self._ensure_open()
-            index = opened.index
+            index = opened.ensure_index()
             new = new_records(
                 messages, index.slots, index.positions, read=lambda r: opened.read_messages([r])[0], where=self._path
             )
@@ -160,19 +161,17 @@ class JsonHistoryStore:
                 opened.bytes_after_end = True  # bytes of this append may follow the footer: the next one cuts them
                 raise
             opened.bytes_after_end = False
-            for record in records:
-                index.add(record)
+            opened.save_point([(record, index.add(record)) for record in records])
             return len(records)
 
     def load_all_sync(self) -> list[ModelMessage]:
         with self._lock:
             opened = self._ensure_open()
-            return opened.read_messages(opened.index.slots)
+            return opened.read_messages(opened.ensure_index().slots)
 
     def load_sync(self) -> list[ModelMessage]:
         with self._lock:
-            opened = self._ensure_open()
-            return opened.read_messages(opened.index.working())
+            return self._ensure_open().load_working()
 
     def read_sync(
         self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
@@ -180,7 +179,7 @@ class JsonHistoryStore:
         check_page(offset, limit)
         with self._lock:
             opened = self._ensure_open()
-            index = opened.index
+            index = opened.ensure_index()
             page, total, next_offset = page_of(
                 index.slots, index.positions, start_id, end_id, offset=offset, limit=limit, where=self._path
             )
@@ -217,7 +216,7 @@ class JsonHistoryStore:
     async def add_search_text(self, message_id: str, text: str) -> None:
         def add() -> None:
             with self._lock:
-                if message_id not in self._ensure_open().index.positions:
+                if message_id not in self._ensure_open().ensure_index().positions:
                     raise HistoryStoreError(f"no message with id {message_id!r} in {self._path}")
                 save_search_text(self._path, message_id, text)
 
@@ -252,15 +251,25 @@ class JsonHistoryStore:
             self._ensure_open()
 
     def __contains__(self, message_id: object) -> bool:
-        return message_id in self._opened.index.positions
+        opened = self._opened
+        if opened.index is None and (opened.handle is None or opened.is_loaded(message_id)):
+            return opened.handle is not None  # nothing opened yet, or read by load()
+        return message_id in self._index().positions
 
     def __len__(self) -> int:
         """How many messages (and summaries) are recorded; versions of one message count once."""
-        return len(self._opened.index.slots)
+        return len(self._index().slots) if self._opened.handle is not None else 0
+
+    def _index(self) -> FileIndex:
+        """The index of every record (the first call after a `load()` through the resume point builds it)."""
+        with self._lock:
+            index = self._opened.index
+            return index if index is not None else self._opened.ensure_index()
 
     def size_bytes(self) -> int:
-        if self._opened.handle is not None:
-            return self._opened.index.end + len(FOOTER)
+        index = self._opened.index
+        if self._opened.handle is not None and index is not None:
+            return index.end + len(FOOTER)
         return self._path.stat().st_size if self._path.exists() else 0
 
     def close(self) -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, is_summary_message
-from ._framing import HEADER, Record, scan, scan_line
+from ._checked import checked_lines, decode_lines
+from ._framing import FOOTER, HEADER, Record, scan, scan_line
 
 __all__ = ["RecordBatch", "StoredRecord", "read_records"]
 
@@ -59,20 +60,49 @@ def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
     except FileNotFoundError:
         return RecordBatch()
     first_id = _first_id(first_line)
-    # A record is complete when its checksum holds (an append in progress fails it: read it next time).
-    complete = data
-    result = scan(complete, start)
+    checked = _checked_batch(data, start)
+    if checked is not None:
+        return RecordBatch(checked[0], checked[1], first_id)
+    result = scan(data, start)
     end = start if start else (len(HEADER) if result.header else 0)
     records: list[StoredRecord] = []
     for record in result.records:
         try:
-            raw = complete[record.offset - start : record.offset - start + record.length]
+            raw = data[record.offset - start : record.offset - start + record.length]
             message = ModelMessagesTypeAdapter.validate_json(b"[" + raw + b"]")[0]
         except ValueError:
             continue  # a record that is JSON but no message: skipped like a damaged one
         records.append(StoredRecord(record.offset, get_message_id(message), message, is_summary_message(message)))
         end = record.offset + record.length
     return RecordBatch(records, end, first_id)
+
+
+def _checked_batch(data: bytes, start: int) -> tuple[list[StoredRecord], int] | None:
+    """The records of `data` (the file from `start`) and where they end, when it is whole (our footer at the end)
+    and every record's checksum holds: decoded in one call. `None` for anything else (the full scan decides)."""
+    if not data.endswith(FOOTER):
+        return None  # an append in progress, a torn tail, damage: the scan finds what is complete
+    stop = len(data) - len(FOOTER)
+    if start == 0 and data.startswith(HEADER):
+        begin = len(HEADER)
+    elif start and data.startswith(b",\n"):
+        begin = 2
+    else:
+        return ([], start) if start and stop == 0 else None  # nothing new after `start`
+    if stop < begin:
+        return [], len(HEADER)  # an empty history
+    lines = checked_lines(data, begin, stop, base=start)
+    if lines is None:
+        return None
+    try:
+        messages = decode_lines(data, lines, base=start)
+    except ValueError:
+        return None
+    records = [
+        StoredRecord(offset, get_message_id(m), m, is_summary_message(m))
+        for (offset, _, _), m in zip(lines, messages, strict=True)
+    ]
+    return records, lines[-1][0] + lines[-1][1]
 
 
 _FIRST_IDS: dict[bytes, str | None] = {}

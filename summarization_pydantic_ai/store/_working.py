@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelMessage
 from .._messages import get_message_id, summary_info
 from ._framing import Record, clean_summary
 
-__all__ = ["working_context", "working_records"]
+__all__ = ["working_context", "working_head", "working_records"]
 
 
 def working_context(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
@@ -37,22 +37,31 @@ def working_context(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
 def working_records(records: Sequence[Record], positions: Mapping[str, int]) -> list[Record]:
     """The latest summary, what it kept around it, and everything recorded after it (`records`: one per message,
     its latest version, in the order of first recording; `positions`: message id -> index)."""
-    latest = next((i for i in range(len(records) - 1, -1, -1) if records[i].summary), None)
+    latest, head = working_head(records, positions)
     if latest is None:
         return list(records)
+    return [*head, *(r for r in records[latest + 1 :] if not r.summary)]
+
+
+def working_head(records: Sequence[Record], positions: Mapping[str, int]) -> tuple[int | None, list[Record]]:
+    """The index of the latest summary (`None`: no summary, every record is working), and the working records
+    up to it: the summary with what it kept around it. What follows them in the working context is every record
+    after the summary that is not a summary itself."""
+    latest = next((i for i in range(len(records) - 1, -1, -1) if records[i].summary), None)
+    if latest is None:
+        return None, []
     info = records[latest].summary or {}
-    later = [r for r in records[latest + 1 :] if not r.summary]
     if "working_before" in info or "working_after" in info:
         before = [records[positions[i]] for i in info.get("working_before", []) if i in positions]
         after = [records[positions[i]] for i in info.get("working_after", []) if i in positions]
-        return [*before, records[latest], *after, *later]
+        return latest, [*before, records[latest], *after]
     # A summary written by a plain processor: everything before it that it (transitively) did not cover.
     covered = _covered(info, records, positions, set())
     kept = [i for i in range(latest) if not records[i].summary and records[i].message_id not in covered]
     first_covered = next((i for i in range(latest) if records[i].message_id in covered), latest)
     head = [records[i] for i in kept if i < first_covered]
     tail = [records[i] for i in kept if i >= first_covered]
-    return [*head, records[latest], *tail, *later]
+    return latest, [*head, records[latest], *tail]
 
 
 def _covered(info: dict[str, Any], records: Sequence[Record], positions: Mapping[str, int], seen: set[str]) -> set[str]:
