@@ -9,11 +9,13 @@ from collections.abc import Iterable, Sequence
 
 from ..backends import (
     GREP_TIME_LIMIT,
+    BackendError,
     BackendProtocol,
     FileInfo,
     GrepBudget,
     GrepMatch,
     GrepStopped,
+    compile_grep_pattern,
     normalize_path,
 )
 
@@ -74,20 +76,25 @@ class HiddenDirs:
         visible file or directory around them (a path-relative `glob` made absolute, so it means the same), and
         the matches are merged in path order. `GrepStopped` when a part stops early or the whole takes longer
         than a single search may."""
-        below = self.below(vpath)
+        below = [hidden for hidden in self.below(vpath) if await backend.exists(hidden)]
         if not below:
             return await backend.grep(pattern, vpath, glob=glob, ignore_case=ignore_case, max_results=max_results)
+        compile_grep_pattern(pattern, ignore_case=ignore_case)  # a bad pattern fails once, before any search
         if glob and "/" in glob and not glob.startswith("/"):
             glob = vpath.rstrip("/") + "/" + glob
         budget = GrepBudget(time_limit=GREP_TIME_LIMIT)
         matches: list[GrepMatch] = []
-        for target in await _around(backend, vpath, below):
+        for target, is_dir in await _around(backend, vpath, below):
             try:
                 matches += await backend.grep(
                     pattern, target, glob=glob, ignore_case=ignore_case, max_results=max_results
                 )
             except GrepStopped as exc:
                 raise GrepStopped(str(exc), _in_order(matches + exc.matches, max_results)) from None
+            except (OSError, BackendError):
+                if is_dir:
+                    raise
+                # a FIFO, a link leading out, a file that vanished: skipped, as a search of the directory does
             if budget.expired():
                 budget.raise_if_stopped(_in_order(matches, max_results))
         return _in_order(matches, max_results)
@@ -97,10 +104,10 @@ def _in_order(matches: list[GrepMatch], limit: int) -> list[GrepMatch]:
     return sorted(matches, key=lambda m: (m.path, m.line_number))[:limit]
 
 
-async def _around(backend: BackendProtocol, vpath: str, hidden: list[str]) -> list[str]:
-    """The entries of directory `vpath` that hold no hidden directory, and the same inside those that do (the hidden
-    directories themselves left out)."""
-    targets: list[str] = []
+async def _around(backend: BackendProtocol, vpath: str, hidden: list[str]) -> list[tuple[str, bool]]:
+    """(path, whether a directory) of the entries of directory `vpath` that hold no hidden directory, and the same
+    inside those that do (the hidden directories themselves left out)."""
+    targets: list[tuple[str, bool]] = []
     for entry in await backend.ls(vpath):
         if any(_within(entry.path, h) for h in hidden):
             continue
@@ -108,5 +115,5 @@ async def _around(backend: BackendProtocol, vpath: str, hidden: list[str]) -> li
         if entry.is_dir and inner:
             targets += await _around(backend, entry.path, inner)
         else:
-            targets.append(entry.path)
+            targets.append((entry.path, entry.is_dir))
     return targets

@@ -4,17 +4,19 @@ project: `ls`, `glob` and `grep` leave it out unless the path given is inside it
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic_ai import ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pydantic_deep import DeepAgentDeps, create_deep_agent
-from pydantic_deep.backends import LocalBackend, StateBackend
+from pydantic_deep.backends import GrepMatch, LocalBackend, StateBackend
 from pydantic_deep.eviction import EvictionProcessor
 from pydantic_deep.filesystem import FilesystemToolset
 
@@ -122,3 +124,30 @@ def test_create_deep_agent_hides_the_archive_of_its_eviction_processor() -> None
     assert tools.hidden_dirs == ("/archive/evicted", "/large_tool_results")
     with pytest.raises(ValueError, match="would hide every file"):
         FilesystemToolset(hidden_dirs=["/"])
+
+
+async def test_a_search_around_the_archive_skips_what_a_directory_search_skips(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("token = 1\n")
+    os.mkfifo(tmp_path / "pipe")  # never opened: a search of the directory skips it, and so does this one
+    (tmp_path / "large_tool_results").mkdir()
+    (tmp_path / "large_tool_results" / "run_1").write_text("token\n" * 50)
+    tools = FilesystemToolset(backend=LocalBackend(tmp_path))
+    ctx: Any = SimpleNamespace(deps=None)
+    assert await tools._grep(ctx, "token") == "/app.py:1: token = 1"
+    with pytest.raises(ToolFailed, match="invalid regular expression"):
+        await tools._grep(ctx, "token(")
+    assert "/large_tool_results" not in await tools._ls(ctx, "/")
+
+
+async def test_without_an_archive_the_search_is_one_plain_search() -> None:
+    calls: list[str] = []
+
+    class Recording(StateBackend):
+        async def grep(self, pattern: str, path: str = "/", **kwargs: Any) -> list[GrepMatch]:
+            calls.append(path)
+            return await super().grep(pattern, path, **kwargs)
+
+    tools = FilesystemToolset(backend=Recording({"/a/x.py": "token\n", "/b.py": "token\n"}))
+    ctx: Any = SimpleNamespace(deps=None)
+    assert await tools._grep(ctx, "token") == "/a/x.py:1: token\n/b.py:1: token"
+    assert calls == ["/"]
