@@ -13,6 +13,7 @@ PatchToolCalls -> EvictionProcessor -> user processors -> ContextManagerMiddlewa
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ._cache_policy import CachePolicy, measured_growth
 from ._compaction import CompactionPlan, plan_compaction
 from ._counters import ProviderTokenCounter, TiktokenCounter, UsageAnchoredCounter
 from ._cursor import CursorTable, HistoryChange, HistoryCursor
@@ -60,6 +61,7 @@ from ._messages import (
 )
 from ._render import render_message, render_messages
 from ._sizes import ContextSize
+from ._thinning import SUPERSEDED_METADATA_KEY, THINNED_METADATA_KEY, supersede_outputs, thin_outputs
 from ._tokens import (
     IncrementalCounter,
     RequestAwareCounter,
@@ -141,7 +143,6 @@ from .store import (
     SearchableHistoryStore,
     SearchHit,
     SearchQueryError,
-    SessionCatalog,
     SessionSummary,
     SQLiteHistoryDatabase,
     SQLiteHistoryStore,
@@ -153,13 +154,12 @@ from .store import (
     new_message_id,
     open_database,
     open_store,
-    read_catalog,
     read_records,
     redact_url,
     validate_session_id,
     working_context,
 )
-from .strategies import STRATEGIES, CompressionLevel, ContextConfig, Strategy
+from .strategies import DEFAULT_TARGETS, STRATEGIES, CompressionLevel, ContextConfig, Strategy
 from .summarize import (
     DEFAULT_REQUIRED_SECTIONS,
     DEFAULT_SUMMARY_PROMPT,
@@ -202,11 +202,14 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_REQUIRED_SECTIONS",
     "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_TARGETS",
     "DEFAULT_TODO_TOOLS",
     "MESSAGE_ID_KEY",
     "RUN_MODEL",
     "STRATEGIES",
     "SUMMARY_METADATA_KEY",
+    "SUPERSEDED_METADATA_KEY",
+    "THINNED_METADATA_KEY",
     "AgentCompressionCompleted",
     "AgentCompressionFallback",
     "AgentCompressionRequested",
@@ -216,6 +219,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetWarningIssued",
     "CacheCollapse",
+    "CachePolicy",
     "CachePrices",
     "CacheReport",
     "CacheSimulator",
@@ -296,7 +300,6 @@ __all__ = [
     "SearchQueryError",
     "SearchableHistoryStore",
     "SentRequest",
-    "SessionCatalog",
     "SessionSummary",
     "SlidingWindowProcessor",
     "Spend",
@@ -334,12 +337,12 @@ __all__ = [
     "format_cost",
     "get_message_id",
     "is_summary_message",
+    "measured_growth",
     "new_message_id",
     "open_database",
     "open_store",
     "plan_compaction",
     "prompt_cache_for",
-    "read_catalog",
     "read_records",
     "redact_url",
     "render_message",
@@ -349,6 +352,8 @@ __all__ = [
     "session_costs",
     "summary_info",
     "summary_part",
+    "supersede_outputs",
+    "thin_outputs",
     "truncate_output",
     "truncate_text",
     "validate_history",

@@ -240,8 +240,7 @@ async def _search(state: ChatState, arg: str) -> None:
 
 
 async def _sessions(state: ChatState, arg: str) -> None:
-    console = state.ui.console
-    console.print(sessions_table(await state.manager.list_async(), current=state.id, width=console.width))
+    state.ui.console.print(sessions_table(await state.manager.list_async(), current=state.id))
 
 
 async def _fork(state: ChatState, arg: str) -> None:

@@ -128,6 +128,8 @@ def compress(
     kind: Literal["auto"] | CompressionKind = "auto",
     *,
     snapshot_depth: int = DEFAULT_SNAPSHOT_DEPTH,
+    snapshot_text_chars: int | None = None,
+    snapshot_images: bool = True,
     log_head: int = 10,
     log_tail: int = 40,
     json_items: int = 5,
@@ -147,7 +149,9 @@ def compress(
         detected = detect_kind(content)
         kind = detected if detected in ("snapshot", "log", "json") else "text"  # csv: text
     if kind == "snapshot":
-        result = compress_snapshot(content, depth=snapshot_depth)
+        result = compress_snapshot(
+            content, depth=snapshot_depth, text_chars=snapshot_text_chars, images=snapshot_images
+        )
     elif kind == "log":
         result = compress_log(content, head=log_head, tail=log_tail)
     elif kind == "json":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ._common import fmt_int, head_lines, plural
@@ -43,9 +44,10 @@ _FLAVOR_LABEL: dict[SnapshotFlavor, str] = {
 class _Tally:
     """What the compression kept and dropped."""
 
-    __slots__ = ("dropped", "interactive", "lines_in", "lines_out")
+    __slots__ = ("clipped", "dropped", "interactive", "lines_in", "lines_out")
 
     def __init__(self) -> None:
+        self.clipped = 0
         self.dropped: dict[str, int] = {}
         self.interactive = 0
         self.lines_in = 0
@@ -79,6 +81,17 @@ _INTERACTIVE_LINE: dict[str, re.Pattern[str]] = {
     flavor: re.compile(rf"\n *{item}(?i:{_ROLES})\b") for flavor, item in _ITEM.items()
 }
 _LONG_LINE = re.compile(rf"\n[^\n]{{{_MAX_LINE + 1},}}")
+_IMAGE_LINE = re.compile(r"\n *- img\b(?![^\n]*\[cursor=pointer\])[^\n]*(?<!:)(?=\n|\Z)")
+"""A Playwright image that is not clickable: its alt text describes the page, nothing acts on it."""
+_PROSE: dict[int, re.Pattern[str]] = {}
+
+
+def _prose_pattern(chars: int) -> re.Pattern[str]:
+    """A non-interactive aria line whose text (after `role [attributes]: `) is longer than `chars`."""
+    found = _PROSE.get(chars)
+    if found is None:
+        found = _PROSE[chars] = re.compile(rf"(\n *- (?!(?i:{_ROLES}|heading)\b)[^\n:\"]*: )([^\n]{{{chars + 1},}})")
+    return found
 
 
 class _DeepPatterns:
@@ -106,7 +119,7 @@ def _patterns(flavor: str, depth: int) -> _DeepPatterns:
     return found
 
 
-def _compress_lines(content: str, flavor: SnapshotFlavor, depth: int, tally: _Tally) -> str:
+def _compress_lines(content: str, flavor: SnapshotFlavor, depth: int, tally: _Tally, prose: _Prose) -> str:
     """Aria and uid snapshots: lines shallower than `depth` are kept; deeper ones only when they are interactive,
     clickable (`[cursor=pointer]`) or headings, re-indented to `depth`, with the `/url` line of a kept link.
     Whole-text regular expressions, no per-line Python: a 1 MB snapshot is 20,000 lines."""
@@ -114,6 +127,8 @@ def _compress_lines(content: str, flavor: SnapshotFlavor, depth: int, tally: _Ta
     lift = "  " * depth
     p = _patterns(flavor, depth)
     text = "\n" + (content.replace(_MARK, "") if _MARK in content else content)
+    if flavor == "aria":
+        text = _cut_prose(text, prose, tally)
     text = p.keep_url.sub(rf"\n{lift}{_MARK}\1\n{lift}  {_MARK}\2", text)
     text = p.keep.sub("\n" + lift + _MARK, text)  # deep clickable elements are kept: `[cursor=pointer]` said so
     text = text.replace(_NOISE, "")  # then it is noise: every kept element has its ref
@@ -127,6 +142,27 @@ def _compress_lines(content: str, flavor: SnapshotFlavor, depth: int, tally: _Ta
     tally.interactive = len(_INTERACTIVE_LINE[flavor].findall(text))
     tally.lines_out = text.count("\n")
     return text[1:]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prose:
+    """What an aria snapshot keeps of what describes rather than acts: `text_chars` of a long text (`None`: all
+    of it, up to the 400-character line clip), and non-clickable images (`images`)."""
+
+    text_chars: int | None = None
+    images: bool = True
+
+
+def _cut_prose(text: str, prose: _Prose, tally: _Tally) -> str:
+    if not prose.images:
+        text, images = _IMAGE_LINE.subn("", text)
+        if images:
+            tally.dropped["img"] = tally.dropped.get("img", 0) + images
+    if prose.text_chars is not None:
+        keep = prose.text_chars
+        text, clipped = _prose_pattern(keep).subn(lambda m: m.group(1) + m.group(2)[:keep] + "…", text)
+        tally.clipped += clipped
+    return text
 
 
 def _ax_label(node: dict[str, Any]) -> tuple[str, str]:
@@ -196,18 +232,26 @@ def _header(flavor: SnapshotFlavor, depth: int, tally: _Tally, chars: tuple[int,
     dropped = sum(tally.dropped.values())
     top = sorted(tally.dropped.items(), key=lambda kv: (-kv[1], kv[0]))[:6]
     roles = ", ".join(f"{fmt_int(n)} {role}" for role, n in top) + (", …" if len(tally.dropped) > 6 else "")
+    clipped = f", {plural(tally.clipped, 'long text')} clipped" if tally.clipped else ""
     return (
         f"{MARK}snapshot ({_FLAVOR_LABEL[flavor]}), depth {depth}: "
         f"{fmt_int(tally.lines_in)} → {fmt_int(tally.lines_out)} lines, {fmt_int(chars[0])} → {fmt_int(chars[1])} "
         "chars; every interactive element kept "
-        f"({fmt_int(tally.interactive)}), {plural(dropped, 'deeper element')} dropped ({roles})]"
+        f"({fmt_int(tally.interactive)}), {plural(dropped, 'deeper element')} dropped ({roles}){clipped}]"
     )
 
 
-def compress_snapshot(content: str, *, depth: int = DEFAULT_SNAPSHOT_DEPTH) -> CompressionResult:
+def compress_snapshot(
+    content: str, *, depth: int = DEFAULT_SNAPSHOT_DEPTH, text_chars: int | None = None, images: bool = True
+) -> CompressionResult:
     """Compress a page snapshot (Playwright aria, Chrome DevTools, JSON accessibility tree or HTML) to `depth`
     outline levels, keeping every interactive element (links, buttons, inputs... with their refs) and every
     heading from deeper levels, lifted to the last kept level. The first line says what was dropped.
+
+    In a Playwright snapshot, `text_chars` clips the text of a non-interactive element (a product description,
+    an article paragraph) to its first `text_chars` characters, and `images=False` drops the images nothing can
+    click (their alt text): what describes the page shrinks, what the model acts on and what names and prices it
+    (headings, short texts) stays.
 
     Deterministic and idempotent: compressed output is returned as it is. Content that is not a snapshot, or
     that has nothing below `depth`, comes back unchanged (`result.changed` is false).
@@ -228,6 +272,8 @@ def compress_snapshot(content: str, *, depth: int = DEFAULT_SNAPSHOT_DEPTH) -> C
     """
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
+    if text_chars is not None and text_chars < 1:
+        raise ValueError(f"text_chars must be >= 1 or None, got {text_chars}")
     if is_compressed(content) or not content.strip():
         return unchanged(content, "snapshot")
     found = _flavor(content)
@@ -240,7 +286,7 @@ def compress_snapshot(content: str, *, depth: int = DEFAULT_SNAPSHOT_DEPTH) -> C
     elif flavor == "html":
         body = _compress_html(content, depth, tally)
     else:
-        body = _compress_lines(content, flavor, depth, tally)
-        if not tally.dropped and len(body) >= len(content) - len(_NOISE):
+        body = _compress_lines(content, flavor, depth, tally, _Prose(text_chars, images))
+        if not tally.dropped and not tally.clipped and len(body) >= len(content) - len(_NOISE):
             return unchanged(content, "snapshot")
     return finish(content, "snapshot", body, lambda size: _header(flavor, depth, tally, (len(content), size)))

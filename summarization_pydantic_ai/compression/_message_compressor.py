@@ -87,6 +87,10 @@ class MessageCompressor(HistoryProcessor):
     """Tool-name patterns whose returns are console output or logs."""
     exclude_tools: Sequence[str] = ()
     """Tool-name patterns whose returns are never compressed."""
+    protect_latest: bool = False
+    """Leave the latest tool exchange as it came and compress it at the next request. Off by default: an output
+    is compressed when it enters the history, before any request has cached it; compressing it one request later
+    rewrites the cached prefix from that output on (every later token a cache write, see `CachePolicy`)."""
     event_callback: EventCallback | None = None
     _settings: LevelSettings | None = field(init=False, repr=False)
     _states: CursorTable[_State] = field(
@@ -130,7 +134,7 @@ class MessageCompressor(HistoryProcessor):
         if change.kind == "unchanged":
             return messages, []  # our own last output (or an input that needed nothing)
         start = min(change.start, state.protected_from, *change.edited)
-        protect = _protected_from(messages)
+        protect = _protected_from(messages) if self.protect_latest else len(messages)
         result: list[ModelMessage] | None = None
         compressed: list[ToolReturnPart] = []
         for i in range(start, protect):
@@ -204,6 +208,8 @@ class MessageCompressor(HistoryProcessor):
             text,
             route,
             snapshot_depth=self.snapshot_depth or settings.snapshot_depth,
+            snapshot_text_chars=settings.snapshot_text_chars,
+            snapshot_images=settings.snapshot_images,
             log_head=settings.log_head,
             log_tail=settings.log_tail,
             json_items=settings.json_items,

@@ -18,6 +18,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
+from .._cache_policy import CachePolicy
 from .._events import EventCallback, ToolOutputTruncated, emit_event
 from .._pinning import WorkingSetSettings
 from .._sizes import normalize_keep
@@ -118,6 +119,9 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
     required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS
     """Headings a summary must have; a summary without one (or without the latest user request, verbatim) is
     refused: the summarizer is asked once more, then the deterministic summary is used."""
+    cache_policy: CachePolicy | None = None
+    """Plan compactions by what they cost with the prompt cache counted: from `compress_threshold` on, compact
+    where the summary pays for its cache re-write (see `CachePolicy`), at the latest at the policy's limit."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -345,6 +349,8 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
         budget, source = self._budget(run.request.model if run else None)
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
+        if self.cache_policy is not None:
+            threshold_tokens = self.cache_policy.planned_threshold(messages, size, threshold_tokens, self._keep)
         state.measure = RequestMeasure(size.tokens, budget, threshold_tokens)
         await self._report_usage(size, budget, source, store)
         pending = self._shared.take_pending()

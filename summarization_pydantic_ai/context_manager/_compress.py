@@ -12,6 +12,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
 
+from .._cache_policy import CachePolicy
 from .._compaction import (
     assemble_merged,
     build_summary_message,
@@ -30,6 +31,7 @@ from .._events import (
 )
 from .._messages import get_message_id, summary_info
 from .._sizes import ContextSize, Measure
+from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions
 from ..processors._summarization import keep_message_counter, new_problems
@@ -54,6 +56,7 @@ class CompressionMixin:
     _plain: RunState
     model_name: str | None
     required_sections: Sequence[str]
+    cache_policy: CachePolicy | None
     token_counter: TokenCounter
     event_callback: EventCallback | None
     on_before_compress: Callable[[list[ModelMessage], int], Awaitable[None] | None] | None
@@ -111,6 +114,11 @@ class CompressionMixin:
         store: HistoryStore | None,
         live: LiveRequest | None,
     ) -> list[ModelMessage]:
+        original = messages
+        record = list(messages)
+        policy = self.cache_policy
+        if policy is not None and policy.thin:  # a planned compaction keeps thinned outputs: it reaches further back
+            messages = thin_outputs(messages, max_chars=policy.thin_chars)
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
         plan = plan_compaction(
             messages,
@@ -119,11 +127,18 @@ class CompressionMixin:
             message_tokens=keep_counter,
             working_set=self._working_set_options(budget),
         )
+        if plan is None and messages is not original:  # thinning alone brought it down: nothing to summarize
+            if store is not None:
+                await record_new_messages(self._run or self._plain, record, store)
+            thinned = thinning_event(NAME, original, messages)
+            if thinned is not None:
+                await emit_event(self.event_callback, thinned)
+            return messages
         if plan is None:
             await emit_event(
                 self.event_callback, CompactionSkipped(NAME, "nothing new to summarize", size.tokens, size.messages)
             )
-            return messages
+            return original
         _, error = await call_callback("on_before_compress", self.on_before_compress, list(messages), plan.cutoff)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_before_compress", error))
@@ -164,7 +179,7 @@ class CompressionMixin:
         if store is not None:
             # The commit: every replaced message is in the archive before the summary, and the working history
             # changes only once both are written (an exception here leaves it exactly as it was).
-            await record_new_messages(self._run or self._plain, messages, store)
+            await record_new_messages(self._run or self._plain, record, store)
             await store.append([merged])
         with self._shared.lock:
             self._shared.compression_count += 1

@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
 from .._tokens import count_tokens_approximately
+from ..cache import SentRequest
 from ._browser_content import console_log, page_snapshot, search_results
 from ._recording import is_summary_request, request_overhead, scripted_summary
 
@@ -70,6 +71,9 @@ class BrowserSessionResult:
     messages: list[ModelMessage]
     seen: list[SeenRequest]
     run_histories: list[list[ModelMessage]] = field(default_factory=list[list[ModelMessage]])
+    sent: list[SentRequest] = field(default_factory=list[SentRequest])
+    """Every turn request as the model received it (messages, instructions, tool definitions): price it with a
+    prompt cache (`CacheSimulator(...).simulate(result.sent)`)."""
 
     @property
     def turn_requests(self) -> list[SeenRequest]:
@@ -108,6 +112,7 @@ class BrowserSession:
     """Clicks that fail on a stale element ref (a tool error the model retries), spread over the session."""
     turn: int = field(default=0, init=False)
     seen: list[SeenRequest] = field(default_factory=list[SeenRequest], init=False)
+    sent: list[SentRequest] = field(default_factory=list[SentRequest], init=False)
 
     def __post_init__(self) -> None:
         if not self.phases or len(set(self.phases)) != len(self.phases):
@@ -170,7 +175,7 @@ class BrowserSession:
             result = await agent.run(f"Phase {phase}: {prompt}", message_history=history, deps=deps)
             history = result.all_messages()
             runs.append(history)
-        return BrowserSessionResult(history, list(self.seen), runs)
+        return BrowserSessionResult(history, list(self.seen), runs, list(self.sent))
 
     # -- the scripted model ----------------------------------------------------------------------------------------
 
@@ -183,6 +188,7 @@ class BrowserSession:
         self.turn += 1
         self.seen.append(SeenRequest(turn, len(messages), tokens))
         usage = RequestUsage(input_tokens=tokens, output_tokens=40)
+        self.sent.append(SentRequest(list(messages), info.instructions or "", info.function_tools, output_tokens=40))
         phase_index, position = divmod(turn, self._per_phase)
         phase = self.phases[min(phase_index, len(self.phases) - 1)]
         tools = {t.name for t in info.function_tools}

@@ -14,8 +14,10 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestContext
 
+from .._cache_policy import CachePolicy
 from .._events import ContextReduced, EventCallback, PhaseCheckpointed, emit_event
 from .._messages import get_message_id, summary_info
+from .._sizes import Measure
 from .._tokens import TokenCounter, async_count_tokens, count_tokens_approximately
 from ..context_manager._compress import link_summary
 from ..context_manager._state import RunState, record_new_messages
@@ -67,6 +69,12 @@ class PhaseCheckpoints(AbstractCapability[Any]):
     tool_name: str = "complete_phase"
     token_counter: TokenCounter = count_tokens_approximately
     event_callback: EventCallback | None = None
+    cache_policy: CachePolicy | None = None
+    """Rebuild by what it costs with the prompt cache counted: the phases marked done wait for the request where
+    the rebuild pays for its cache re-write (see `CachePolicy`; at the latest the policy's limit of `max_tokens`),
+    so that several phases and the growth between them cost one re-write. `None`: rebuild at the next request."""
+    max_tokens: int | None = None
+    """The budget the policy's limit refers to (the context window minus the output reserve)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
     _pending: list[CompletedPhase] = field(default_factory=list[CompletedPhase], init=False, repr=False)
     _completed: list[CompletedPhase] = field(default_factory=list[CompletedPhase], init=False, repr=False)
@@ -186,6 +194,8 @@ class PhaseCheckpoints(AbstractCapability[Any]):
             for message in messages:  # ids first: the checkpoint lists the archived messages by id
                 ensure_message_id(message)
             rebuild = plan_rebuild(messages, pending, tool_name=self.tool_name, declared=self.phases)
+            if not await self._due(messages, rebuild.result):
+                return messages
             problems = new_problems(messages, rebuild.result)
             if problems:
                 raise RuntimeError(f"the rebuilt history would be invalid: {problems}")
@@ -199,6 +209,14 @@ class PhaseCheckpoints(AbstractCapability[Any]):
             self._completed = _of_checkpoint(rebuild)  # earlier checkpoints' phases included (a resumed history)
         await self._report(messages, rebuild, pending)
         return rebuild.result
+
+    async def _due(self, messages: list[ModelMessage], rebuilt: list[ModelMessage]) -> bool:
+        """Without a policy, at once; with one, when the rebuild from `messages` to `rebuilt` pays."""
+        if self.cache_policy is None:
+            return True
+        size = Measure(len(messages), await async_count_tokens(self.token_counter, messages), self.max_tokens)
+        after = await async_count_tokens(self.token_counter, rebuilt)
+        return self.cache_policy.due(messages, size, ("tokens", after), ("tokens", after))
 
     async def _archive(
         self, messages: list[ModelMessage], rebuild: Rebuild, store: HistoryStore | None, new: int

@@ -9,11 +9,13 @@ from typing import Any
 
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
+from .._cache_policy import CachePolicy
 from .._compaction import CompactionPlan, assemble, plan_compaction
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
 from .._pinning import WorkingSetSettings
-from .._sizes import ContextSize
+from .._sizes import ContextSize, Measure
+from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
 from ._summarization import keep_message_counter, new_problems
@@ -63,6 +65,9 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
     reserve_output_tokens: int = 0
     token_counter: TokenCounter = count_tokens_approximately
     event_callback: EventCallback | None = None
+    cache_policy: CachePolicy | None = None
+    """Plan the slides by what they cost with the prompt cache counted: a token trigger then fires where the
+    slide pays for its cache re-write (see `CachePolicy`), never later than the policy's hard limit."""
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
 
@@ -83,8 +88,21 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
         needs_budget = any(s[0] == "fraction" for s in (*self._triggers, self._keep))
         budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, needs_budget)
         size = await measure(messages, self.token_counter, run, budget, None)
-        if not any(size.reaches(t) for t in self._triggers):
+        if not any(self._due(messages, size, t) for t in self._triggers):
             return messages
+        thinned = self._thinned(messages)
+        result = await self._slide(thinned, budget, size)
+        if result is None and thinned is not messages:  # thinning alone brought it down: nothing to drop
+            thinned_event = thinning_event(type(self).__name__, messages, thinned)
+            if thinned_event is not None:
+                await emit_event(self.event_callback, thinned_event)
+            return thinned
+        return messages if result is None else result
+
+    async def _slide(
+        self, messages: list[ModelMessage], budget: int | None, size: Measure
+    ) -> list[ModelMessage] | None:
+        """The history after the slide, or `None` when nothing can be dropped."""
         keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
         plan = plan_compaction(
             messages,
@@ -95,16 +113,27 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
             working_set=self._working_set_options(budget, self._triggers),
         )
         if plan is None:
-            return messages
+            return None
         marker, dropped = window_marker_for(messages, plan)
         result = assemble(messages, plan, marker)
         if new_problems(messages, result):
-            return messages
+            return None
         trimmed = WindowTrimmed(
             type(self).__name__, dropped, len(result), size.tokens, plan.preserved, plan.preserved_dropped
         )
         await emit_event(self.event_callback, trimmed)
         return result
+
+    def _thinned(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """In a planned slide, superseded outputs become pointers first: more of the recent past fits the keep."""
+        if self.cache_policy is None or not self.cache_policy.thin:
+            return messages
+        return thin_outputs(messages, max_chars=self.cache_policy.thin_chars)
+
+    def _due(self, messages: list[ModelMessage], size: Measure, trigger: ContextSize) -> bool:
+        if self.cache_policy is None:
+            return size.reaches(trigger)
+        return self.cache_policy.due(messages, size, trigger, self._keep)
 
 
 def _dropped(message: ModelMessage) -> int:

@@ -11,10 +11,14 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
+from .._artifacts import todo_items
+from .._cache_policy import CachePolicy
 from .._compaction import latest_user_request_at
 from .._events import ContextReduced, EventCallback, emit_event
 from .._messages import get_message_id, is_summary_message
 from .._render import part_text
+from .._sizes import Measure
+from .._thinning import thin_outputs, thinning_event
 from .._tokens import (
     TokenCounter,
     _default_counter,  # pyright: ignore[reportPrivateUsage]
@@ -77,6 +81,11 @@ class ImportancePruner(HistoryProcessor):
     merge_similar: bool = False
     token_counter: TokenCounter = count_tokens_approximately
     event_callback: EventCallback | None = None
+    cache_policy: CachePolicy | None = None
+    """Plan the pruning by what it costs with the prompt cache counted: from `trigger_tokens` on, prune where the
+    cut pays for its cache re-write (see `CachePolicy`), at the latest at the policy's limit of `max_tokens`."""
+    max_tokens: int | None = None
+    """The budget the policy's hard limit refers to (the context window minus the output reserve)."""
 
     def __post_init__(self) -> None:
         for name in ("target_tokens", "trigger_tokens"):
@@ -98,6 +107,12 @@ class ImportancePruner(HistoryProcessor):
             raise TypeError(f"keep_predicate must be a callable (message) -> bool, got {self.keep_predicate!r}")
         check_counter(self.token_counter)
 
+    def _due(self, messages: list[ModelMessage], size: Measure) -> bool:
+        trigger = self.trigger_tokens or self.target_tokens
+        if self.cache_policy is None:
+            return size.tokens > trigger
+        return self.cache_policy.due(messages, size, ("tokens", trigger + 1), ("tokens", self.target_tokens))
+
     def score(self, messages: Sequence[ModelMessage]) -> list[ImportanceScore]:
         """The score of every unit of `messages`, in history order (tokens by the approximate estimate)."""
         units = build_units(messages)
@@ -106,9 +121,12 @@ class ImportancePruner(HistoryProcessor):
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         if not messages:
             return messages
-        size = await measure(messages, self.token_counter, run, None, None)
-        if size.tokens <= (self.trigger_tokens or self.target_tokens):
+        size = await measure(messages, self.token_counter, run, self.max_tokens, None)
+        if not self._due(messages, size):
             return messages
+        original, messages = messages, self._thinned(messages)
+        if messages is not original:
+            size = await measure(messages, self.token_counter, run, self.max_tokens, None)
         counts = await self._message_counts(messages)
         units = build_units(messages)
         scores = self._score(messages, units, counts)
@@ -117,12 +135,16 @@ class ImportancePruner(HistoryProcessor):
         excess = size.tokens - self.target_tokens - sum(counts[i] for i, k in enumerate(kept) if not k)
         _drop_lowest(messages, scores, kept, excess)
         if all(kept):
+            if messages is not original:  # thinning alone brought it down: nothing to drop
+                thinned_event = thinning_event(type(self).__name__, original, messages)
+                if thinned_event is not None:
+                    await emit_event(self.event_callback, thinned_event)
             return messages
         result = [_annotated(messages[i], merged.get(i, 0)) for i, k in enumerate(kept) if k]
         problems = new_problems(messages, result)
         if problems:  # never expected: a guard, so a bug costs tokens, not a broken run
             logger.warning("importance pruning left the history unchanged: it would add %s", problems)
-            return messages
+            return original
         after = await measure(result, self.token_counter, run, None, None)
         removed = tuple(mid for i, k in enumerate(kept) if not k and (mid := get_message_id(messages[i])))
         event = ContextReduced(
@@ -130,6 +152,12 @@ class ImportancePruner(HistoryProcessor):
         )
         await emit_event(self.event_callback, event)
         return result
+
+    def _thinned(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """In a planned pruning, superseded and older bulky outputs are thinned first (see `thin_outputs`)."""
+        if self.cache_policy is None or not self.cache_policy.thin:
+            return messages
+        return thin_outputs(messages, max_chars=self.cache_policy.thin_chars)
 
     # -- internals -----------------------------------------------------------------------------------------------
 
@@ -187,14 +215,29 @@ class ImportancePruner(HistoryProcessor):
         return merged
 
 
+def _latest_todo_call(messages: Sequence[ModelMessage]) -> int | None:
+    """The response that set the current todo list (a `write_todos`-style call), if any."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, ModelResponse) and any(
+            isinstance(p, ToolCallPart) and todo_items(p) is not None for p in message.parts
+        ):
+            return i
+    return None
+
+
 def _protected_indices(messages: Sequence[ModelMessage]) -> set[int]:
-    """The first instructions, the latest user request, the latest exchange, and every summary."""
+    """The first instructions, the latest user request, the latest exchange, the current todo list (the call that
+    set it: its unit keeps its results), and every summary."""
     first_response = next((i for i, m in enumerate(messages) if isinstance(m, ModelResponse)), len(messages))
     last_response = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], ModelResponse)), 0)
     protected = set(range(first_response)) | set(range(last_response, len(messages)))
     latest = latest_user_request_at(messages)
     if latest is not None:
         protected.add(latest)
+    todos = _latest_todo_call(messages)
+    if todos is not None:
+        protected.add(todos)
     protected.update(i for i, m in enumerate(messages) if is_summary_message(m))
     return protected
 

@@ -7,8 +7,6 @@
 
 from typing import TYPE_CHECKING, Any
 
-from ._catalog import SessionCatalog
-from ._catalog_file import read_catalog
 from ._copy import CopyReport, copy_sessions
 from ._database import (
     HistoryDatabase,
@@ -78,7 +76,6 @@ __all__ = [
     "SearchHit",
     "SearchQueryError",
     "SearchableHistoryStore",
-    "SessionCatalog",
     "SessionSummary",
     "StoreReport",
     "StoreURLError",
@@ -92,7 +89,6 @@ __all__ = [
     "open_database",
     "open_store",
     "query_terms",
-    "read_catalog",
     "read_records",
     "redact_url",
     "space_cjk",

@@ -21,7 +21,6 @@ import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
 from ._appending import new_records, place, write_tail
-from ._catalog_file import FileCatalogWriter
 from ._database import SearchHit
 from ._framing import FOOTER, scan
 from ._json_file import JsonFile
@@ -57,7 +56,6 @@ class JsonHistoryStore:
         self._lock = threading.Lock()
         self._opened = JsonFile(self._path, read_only=False)
         self._closed = False
-        self._catalog = FileCatalogWriter(self._path)  # messages.json.catalog, what a listing reads
 
     @classmethod
     def reader(cls, path: str | os.PathLike[str]) -> JsonHistoryStore:
@@ -153,9 +151,8 @@ class JsonHistoryStore:
             )
             if not new:
                 return 0
-            assert opened.handle is not None
-            catalogued = self._catalog.prepare(opened.handle, new, index.positions)
             chunk, records = place(new, index.end, after_records=index.records_in_file > 0)
+            assert opened.handle is not None
             try:
                 write_tail(
                     opened.handle, index.end, chunk, cut=opened.bytes_after_end, fsync=self.fsync, where=self._path
@@ -165,7 +162,6 @@ class JsonHistoryStore:
                 raise
             opened.bytes_after_end = False
             opened.save_point([(record, index.add(record)) for record in records])
-            self._catalog.commit(catalogued, opened.handle)
             return len(records)
 
     def load_all_sync(self) -> list[ModelMessage]:

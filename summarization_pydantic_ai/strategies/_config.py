@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeAlias, get_args
 
 from pydantic_ai.capabilities import AbstractCapability
 
+from .._cache_policy import CachePolicy
 from .._events import ContextEvent, EventCallback, emit_event
 from .._windows import resolve_max_tokens
 from ..compression import LEVELS, CompressionLevel
@@ -17,13 +18,19 @@ from ..phases import PhaseCheckpoints
 from ..summarize import RUN_MODEL
 from ._stacks import ERRORS_KEPT, StoreSource, build_steps
 
-__all__ = ["STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
+__all__ = ["DEFAULT_TARGETS", "STRATEGIES", "CompressionLevel", "ContextConfig", "Strategy"]
 
 Strategy: TypeAlias = Literal["sliding_window", "checkpoint", "hybrid", "summarize"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 _LEVELS: tuple[str, ...] = tuple(LEVELS)
+DEFAULT_TARGETS: dict[str, float] = {"sliding_window": 0.15, "checkpoint": 0.2, "hybrid": 0.3, "summarize": 0.4}
+"""Each strategy's default `target`, tuned for cost with the prompt cache counted at equal or better probe scores
+(docs/strategies.md): a reduction rare and deep, its kept part thinned, costs less than frequent shallow ones."""
 _SAFETY_THRESHOLD = 0.95
 """Where the middleware's deterministic compaction catches what a zero-LLM strategy let through (a last resort)."""
+_SAFETY_MARGIN = 0.03
+"""With a cache policy, the last resort sits this far above the policy's limit (where the strategy's own steps
+reduce), so that it catches only what they let through."""
 
 
 @dataclass
@@ -68,8 +75,9 @@ class ContextConfig:
     """The agent's model name, to look its context window up when `max_tokens` is not set."""
     trigger: float = 0.8
     """The strategy acts when a request reaches this fraction of the window."""
-    target: float = 0.5
-    """What a reduction aims for, as a fraction of the window (below `trigger`)."""
+    target: float | None = None
+    """What a reduction aims for, as a fraction of the window (below `trigger`); `None`: the strategy's default
+    (`DEFAULT_TARGETS`: 0.15 to 0.4)."""
     window_size: int | None = None
     """The most messages the working context may hold (the sliding window also slides on count, keeping half);
     `None`: tokens only."""
@@ -91,6 +99,9 @@ class ContextConfig:
     """The summary model of the `summarize` strategy (see `ContextManagerMiddleware.summarization_model`)."""
     event_callback: EventCallback | None = None
     """Receives every event of the stack (the metrics receive them too)."""
+    cache_policy: CachePolicy | None = field(default_factory=CachePolicy)
+    """When the reductions happen, by what they cost with the prompt cache counted (`CachePolicy`: Anthropic's
+    prices by default; `CachePolicy.for_model(...)` for another provider's); `None`: at `trigger`, every time."""
     metrics: ContextMetrics | None = field(default_factory=ContextMetrics)
     """Records the stack's reductions; `None` leaves metrics out of `capabilities()`."""
     checkpoints: PhaseCheckpoints | None = field(default=None, init=False, repr=False, compare=False)
@@ -106,6 +117,8 @@ class ContextConfig:
         _check_int("window_size", self.window_size, minimum=4, optional=True)
         _check_int("snapshot_depth", self.snapshot_depth, minimum=1, optional=True)
         _check_fraction("trigger", self.trigger)
+        if self.target is None:
+            self.target = min(DEFAULT_TARGETS[self.strategy], self.trigger / 2)
         _check_fraction("target", self.target)
         if self.target >= self.trigger:
             raise ValueError(f"target ({self.target}) must be below trigger ({self.trigger}): a reduction must fit")
@@ -119,6 +132,12 @@ class ContextConfig:
                 raise TypeError(f"metrics must be a ContextMetrics or None, got {self.metrics!r}")
             if self.metrics.strategy is None:
                 self.metrics.strategy = self.strategy
+
+    @property
+    def target_fraction(self) -> float:
+        """`target` as resolved at construction (the strategy's default when it was `None`)."""
+        assert self.target is not None
+        return self.target
 
     # -- builders ------------------------------------------------------------------------------------------------
 
@@ -149,11 +168,12 @@ class ContextConfig:
         settings: dict[str, Any] = {
             "max_tokens": self.window(model),
             "model_name": self.model_name,
-            "compress_threshold": self.trigger if llm else _SAFETY_THRESHOLD,
-            "keep": ("fraction", self.target / 2) if llm else ("messages", 0),
+            "compress_threshold": self.trigger if llm else self._safety_threshold(),
+            "keep": ("fraction", self.target_fraction / 2) if llm else ("messages", 0),
             "summarization_model": self.summarization_model if llm else None,
             "keep_errors": ERRORS_KEPT if self.preserve_errors else 0,
             "event_callback": self._callback(),
+            "cache_policy": self.cache_policy if llm else None,  # a last resort is not planned: it catches
         }
         settings.update(overrides)
         return ContextManagerMiddleware(**settings)
@@ -163,6 +183,11 @@ class ContextConfig:
         middleware = self.middleware(model, **middleware_overrides)
         stack: list[AbstractCapability[Any]] = [self.metrics] if self.metrics is not None else []
         return [*stack, *self.processors(model, history_store=middleware.store), middleware]
+
+    def _safety_threshold(self) -> float:
+        if self.cache_policy is None:
+            return _SAFETY_THRESHOLD
+        return min(1.0, max(_SAFETY_THRESHOLD, self.cache_policy.limit + _SAFETY_MARGIN))
 
     def _callback(self) -> EventCallback | None:
         """The metrics' recorder and the user's callback, both."""

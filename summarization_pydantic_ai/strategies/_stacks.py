@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
+from .._cache_policy import CachePolicy
 from .._events import EventCallback
 from .._working_set import has_tool_error
 from ..compression import CompressionLevel, MessageCompressor
@@ -36,7 +37,7 @@ class StackSettings(Protocol):
     @property
     def trigger(self) -> float: ...
     @property
-    def target(self) -> float: ...
+    def target_fraction(self) -> float: ...
     @property
     def window_size(self) -> int | None: ...
     @property
@@ -49,6 +50,8 @@ class StackSettings(Protocol):
     def checkpoint_phases(self) -> Sequence[str]: ...
     @property
     def importance_threshold(self) -> float | None: ...
+    @property
+    def cache_policy(self) -> CachePolicy | None: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,13 @@ def _compressor(build: _Build) -> MessageCompressor:
 
 def _checkpoints(build: _Build) -> PhaseCheckpoints:
     phases = build.config.checkpoint_phases
-    return PhaseCheckpoints(history_store=build.history_store, phases=phases or None, event_callback=build.callback)
+    return PhaseCheckpoints(
+        history_store=build.history_store,
+        phases=phases or None,
+        event_callback=build.callback,
+        cache_policy=build.config.cache_policy,
+        max_tokens=build.window,
+    )
 
 
 def _pruner(build: _Build) -> ImportancePruner:
@@ -99,11 +108,13 @@ def _pruner(build: _Build) -> ImportancePruner:
             "pass the model to capabilities()/processors() (create_deep_agent passes its own)"
         )
     return ImportancePruner(
-        target_tokens=max(int(config.target * window), 1),
+        target_tokens=max(int(config.target_fraction * window), 1),
         trigger_tokens=max(int(config.trigger * window), 1),
         protect_score=config.importance_threshold,
         keep_predicate=is_error_message if config.preserve_errors else None,
         event_callback=build.callback,
+        cache_policy=config.cache_policy,
+        max_tokens=window,
     )
 
 
@@ -114,8 +125,9 @@ def _sliding_window(build: _Build, trigger: float) -> list[SlidingWindowProcesso
         "model_name": config.model_name,
         "keep_errors": ERRORS_KEPT if config.preserve_errors else 0,
         "event_callback": build.callback,
+        "cache_policy": config.cache_policy,
     }
-    steps = [SlidingWindowProcessor(trigger=("fraction", trigger), keep=("fraction", config.target), **common)]
+    steps = [SlidingWindowProcessor(trigger=("fraction", trigger), keep=("fraction", config.target_fraction), **common)]
     if config.window_size is not None:
         by_count = SlidingWindowProcessor(
             trigger=("messages", config.window_size), keep=("messages", config.window_size // 2), **common

@@ -57,7 +57,7 @@ async def test_routes_by_tool_name_and_size_and_marks_what_it_compressed() -> No
         ("fetch_api", JSON),
         ("read_notes", PROSE),
         ("small_tool", "ok"),
-        ("browser_snapshot", SNAPSHOT),  # the latest exchange: never compressed
+        ("browser_snapshot", SNAPSHOT),  # the latest exchange: compressed as it enters, like every new output
     )
     out = await MessageCompressor(level="medium")(messages)
     assert validate_history(out) == []
@@ -66,7 +66,7 @@ async def test_routes_by_tool_name_and_size_and_marks_what_it_compressed() -> No
     assert log.content.startswith("[compressed log: 5,000 → ")
     assert api.content.startswith("[compressed JSON: ")
     assert "[... output truncated: kept" in prose.content and len(prose.content) < len(PROSE)
-    assert small.content == "ok" and latest.content == SNAPSHOT
+    assert small.content == "ok" and latest.content == snapshot.content
     for part, kind in ((snapshot, "snapshot"), (log, "log"), (api, "json"), (prose, "text")):
         mark = part.metadata[COMPRESSED_METADATA_KEY]  # type: ignore[index]
         assert mark["kind"] == kind and mark["level"] == "medium"
@@ -135,8 +135,21 @@ async def test_idempotent_deterministic_and_marked_parts_are_never_compressed_ag
     assert returns(await MessageCompressor()(marked))[-2].content == LOG
 
 
-async def test_the_latest_exchange_becomes_compressible_once_a_newer_one_exists() -> None:
+async def test_a_new_output_is_compressed_as_it_enters_and_never_rewritten_later() -> None:
+    """The prompt cache: an output compressed one request after it was sent rewrites the cached prefix from that
+    output on; compressed as it enters, the prefix the next request reads back is unchanged."""
     compressor = MessageCompressor()
+    messages = history(("browser_snapshot", SNAPSHOT))
+    first = await compressor(messages)
+    assert returns(first)[0].content.startswith("[compressed snapshot")  # the newest output, compressed at once
+    grown = [*first, *exchange(1, "click", "clicked")]
+    second = await compressor(grown)
+    assert all(a is b for a, b in zip(second[: len(first)], first, strict=True))  # the previous request's, unchanged
+    assert returns(second)[1].content == "clicked"
+
+
+async def test_protect_latest_keeps_the_latest_exchange_whole_until_a_newer_one_exists() -> None:
+    compressor = MessageCompressor(protect_latest=True)
     messages = history(("browser_snapshot", SNAPSHOT))
     first = await compressor(messages)
     assert first is messages  # the only exchange is the latest
@@ -165,7 +178,7 @@ async def test_events_report_what_was_compressed() -> None:
     assert event.chars_before == len(SNAPSHOT) + len(LOG) and 0.5 < event.reduction < 1
 
 
-async def test_a_browser_agent_run_sends_compressed_snapshots_and_keeps_the_latest_whole() -> None:
+async def test_a_browser_agent_run_sends_every_snapshot_compressed_and_each_request_extends_the_last() -> None:
     seen: list[list[ModelMessage]] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -183,13 +196,11 @@ async def test_a_browser_agent_run_sends_compressed_snapshots_and_keeps_the_late
 
     result = await agent.run("Buy the cheapest shoe.")
     assert result.output == "Bought shoe model 0."
-    for messages in seen:
+    for previous, messages in zip([[], *seen[:-1]], seen, strict=True):
         assert validate_history(messages) == []
-        parts = returns(messages)
-        if parts:
-            assert parts[-1].content == SNAPSHOT  # the snapshot the model is answering: whole
-            assert all(p.content.startswith("[compressed snapshot") for p in parts[:-1])
+        assert all(p.content.startswith("[compressed snapshot") for p in returns(messages))
         assert messages[0].parts[0].content == "Buy the cheapest shoe."  # type: ignore[union-attr]
+        assert messages[: len(previous)] == previous  # no request rewrites what the one before it sent
     assert len(seen) == 5
 
 

@@ -1,6 +1,7 @@
-"""Property tests: `MessageCompressor` never breaks a history, never changes its shape, leaves user prompts and the
-latest tool exchange as they are, and is deterministic and idempotent, whatever the history, the tool outputs
-and the level."""
+"""Property tests: `MessageCompressor` never breaks a history, never changes its shape, leaves user prompts as
+they are (and the latest tool exchange, with `protect_latest`), is deterministic and idempotent, whatever the
+history, the tool outputs and the level; and as a history grows, what an earlier request sent is never rewritten
+(the prompt cache reads it back)."""
 
 from __future__ import annotations
 
@@ -93,19 +94,19 @@ def _latest_exchange_start(messages: list[ModelMessage]) -> int:
 
 
 @_SETTINGS
-@given(tool_heavy_histories(), st.sampled_from(list(LEVELS)), st.sampled_from([None, 1, 2, 3]))
+@given(tool_heavy_histories(), st.sampled_from(list(LEVELS)), st.sampled_from([None, 1, 2, 3]), st.booleans())
 def test_compressed_histories_validate_and_compressing_is_idempotent(
-    messages: list[ModelMessage], level: Any, depth: int | None
+    messages: list[ModelMessage], level: Any, depth: int | None, protect_latest: bool
 ) -> None:
     assert validate_history(messages) == []
-    compressor = MessageCompressor(level=level, snapshot_depth=depth)
+    compressor = MessageCompressor(level=level, snapshot_depth=depth, protect_latest=protect_latest)
     out = asyncio.run(compressor(messages))
     assert validate_history(out) == []
     assert len(out) == len(messages)
     latest = _latest_exchange_start(messages)
     for i, (before, after) in enumerate(zip(messages, out, strict=True)):
         assert type(before) is type(after) and len(before.parts) == len(after.parts)
-        if i >= latest:
+        if i >= latest and protect_latest:
             assert after is before  # the latest tool exchange, as it was
         for p, q in zip(before.parts, after.parts, strict=True):
             if isinstance(p, UserPromptPart) or not isinstance(p, ToolReturnPart):
@@ -116,7 +117,26 @@ def test_compressed_histories_validate_and_compressing_is_idempotent(
                     mark = q.metadata[COMPRESSED_METADATA_KEY]  # type: ignore[index]
                     assert mark["chars_after"] == len(q.content) < mark["chars_before"]
     assert asyncio.run(compressor(out)) is out  # idempotent, from the cache
-    fresh = asyncio.run(MessageCompressor(level=level, snapshot_depth=depth)(out))
+    fresh = asyncio.run(MessageCompressor(level=level, snapshot_depth=depth, protect_latest=protect_latest)(out))
     assert [m.parts for m in fresh] == [m.parts for m in out]  # idempotent, from scratch
-    again = asyncio.run(MessageCompressor(level=level, snapshot_depth=depth)(messages))
+    again = asyncio.run(MessageCompressor(level=level, snapshot_depth=depth, protect_latest=protect_latest)(messages))
     assert [m.parts for m in again] == [m.parts for m in out]  # deterministic
+
+
+@_SETTINGS
+@given(tool_heavy_histories(), st.sampled_from(list(LEVELS)))
+def test_a_growing_history_never_rewrites_what_an_earlier_request_sent(
+    messages: list[ModelMessage], level: Any
+) -> None:
+    """Fed request by request as a run does (each output written back), every request starts with exactly what
+    the previous one sent: the compression happens as an output enters, never later."""
+    compressor = MessageCompressor(level=level)
+    sent: list[ModelMessage] = []
+    start = 0
+    for end in range(1, len(messages) + 1):
+        if not isinstance(messages[end - 1], ModelRequest):
+            continue
+        request = asyncio.run(compressor([*sent, *messages[start:end]]))
+        assert request[: len(sent)] == sent
+        sent, start = request, end
+    assert validate_history(sent) == []

@@ -27,7 +27,6 @@ from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
-from ._catalog import write_catalog
 from ._schema import Connection, Tables
 from ._search import search_rows, tsvector_literal
 
@@ -212,7 +211,6 @@ class PostgresSession:
             ),
             (seq, places, size, index.session),
         )
-        await write_catalog(conn, tables, index, seq, new)
         for record, position, digest in written:
             index.place(record, position, digest)
         index.head = self._expected = seq
