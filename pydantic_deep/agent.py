@@ -214,7 +214,7 @@ def create_deep_agent(
         memory: an `AgentMemoryToolset`, `True` for one in the run's session layout
             (`<deps.base_dir>/<deps.agent_name>/MEMORY.md`; with `base_dir=None`, on `deps.backend`), or off.
         history_search: a `HistoryArchiveSearch`, `True` for one over the run's session file, or off.
-        todos: add `write_todos`/`read_todos` and the todo list in the instructions.
+        todos: add `write_todos`/`read_todos` (the list lives in the history, where `write_todos` returns it).
         filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).
         patch_tool_calls: repair histories (unanswered or misplaced tool results) before anything reads them.
         capabilities: your processors and capabilities; they run between eviction and the context manager.

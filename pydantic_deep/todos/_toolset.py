@@ -1,7 +1,10 @@
-"""Todos: a short task list the agent keeps in the run's deps and sees in its instructions on every request.
+"""Todos: a short task list the agent keeps in the run's deps and sees in the conversation.
 
-The list lives in `DeepAgentDeps.todos` (or any deps with a `todos` list), not in the message history, so a
-compaction cannot lose it: the instructions rebuilt for every request always show the current list.
+The list lives in `DeepAgentDeps.todos` (or any deps with a `todos` list). The model sees it where `write_todos`
+returns it, in the history: every compaction keeps the latest todo exchange verbatim (the working set), and
+`read_todos` shows it at any time. It is not written into the instructions: the instructions come first in
+every request, so a list that changed there would make the provider's prompt cache re-write the whole
+conversation after them at every update (3.2x the bill of an unmanaged coding session, on Anthropic).
 """
 
 from __future__ import annotations
@@ -70,11 +73,23 @@ def todo_toolset() -> FunctionToolset[Any]:
     return toolset
 
 
+_GUIDE = (
+    "For multi-step work, plan with write_todos and keep the list current (send the whole list, each item with "
+    "its status; at most one in_progress). The current list is the latest write_todos result in this "
+    "conversation; read_todos shows it."
+)
+
+
 @dataclass
 class TodoCapability(AbstractCapability[Any]):
-    """The todo tools plus an instructions section showing the current list on every request."""
+    """The todo tools plus a short, fixed instructions section on how to use them.
+
+    `show_in_instructions=True` writes the current list into the instructions instead (rebuilt on every request):
+    the model sees it there even when no todo exchange is in the history, but every change of the list then
+    re-writes the provider's cached prompt from the instructions on."""
 
     heading: str = "## Todos"
+    show_in_instructions: bool = False
     _toolset: FunctionToolset[Any] = field(default_factory=todo_toolset, init=False, repr=False)
 
     def get_toolset(self) -> FunctionToolset[Any]:
@@ -82,6 +97,8 @@ class TodoCapability(AbstractCapability[Any]):
 
     def get_instructions(self) -> Any:
         heading = self.heading
+        if not self.show_in_instructions:
+            return f"{heading}\n{_GUIDE}"
 
         def todo_instructions(ctx: RunContext[Any]) -> str:
             todos = getattr(ctx.deps, "todos", None)
