@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, Caching
 from pydantic_ai.toolsets import FunctionToolset
 
 from summarization_pydantic_ai import (
@@ -191,6 +191,7 @@ def create_deep_agent(
     todos: bool = True,
     filesystem: bool = True,
     patch_tool_calls: bool = True,
+    prompt_caching: bool = True,
     capabilities: Sequence[AbstractCapability[Any]] = (),
     context: ContextConfig | None = None,
     store: str | os.PathLike[str] | Storage | None = None,
@@ -217,6 +218,9 @@ def create_deep_agent(
         todos: add `write_todos`/`read_todos` (the list lives in the history, where `write_todos` returns it).
         filesystem: add the file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`).
         patch_tool_calls: repair histories (unanswered or misplaced tool results) before anything reads them.
+        prompt_caching: ask the provider to cache the prompt (pydantic-ai's `Caching`: breakpoints at the end of
+            the tool definitions and instructions, the stable head, and at the end of the request; providers that
+            cache on their own ignore it). Off: the provider's default (Anthropic then caches nothing).
         capabilities: your processors and capabilities; they run between eviction and the context manager.
         context: a `ContextConfig` (a strategy preset): its processors run first in the user-processor slot, its
             middleware is the context manager (writing the session's `messages.json`), and its metrics observe
@@ -305,6 +309,8 @@ def create_deep_agent(
     _refuse_tool_name_conflicts(middleware, [*extra_toolsets, *toolsets])
     if todos:
         spine.append(TodoCapability())
+    if prompt_caching:
+        spine.append(Caching())
     # The archive previews point into stays out of ls/glob/grep of the project (read_file still reads it).
     hidden = {*DEFAULT_HIDDEN_DIRS, *([evictor.eviction_path] if evictor is not None else [])}
     all_toolsets = [

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -151,3 +153,19 @@ async def test_on_disk_deps_follow_the_session_layout(tmp_path: Path) -> None:
     assert (tmp_path / "workspace" / "src" / "app.py").read_text() == "print(1)"
     assert deps.messages_path == tmp_path / ".pydantic-deep" / "sessions" / "abc" / "messages.json"
     assert deps.memory_dir == tmp_path / ".pydantic-deep" / "main"
+
+
+async def test_the_prompt_cache_is_asked_for_unless_turned_off() -> None:
+    settings: list[Any] = []
+
+    @dataclass
+    class Spy(AbstractCapability[Any]):
+        async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+            settings.append((request_context.model_settings or {}).get("cache"))
+            return request_context
+
+    model = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("hi")]))
+    for caching in (True, False):
+        agent = create_deep_agent(model, context_manager=False, prompt_caching=caching, capabilities=[Spy()])
+        await agent.run("hello", deps=DeepAgentDeps(base_dir=None))
+    assert settings == [True, None]  # pydantic-ai places the breakpoints (instructions and tools, the request's end)
