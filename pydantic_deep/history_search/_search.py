@@ -15,13 +15,14 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from summarization_pydantic_ai import HistoryStore, HistoryStoreError, InvalidSessionIdError, validate_session_id
 from summarization_pydantic_ai._tokens import estimate_text_tokens
-from summarization_pydantic_ai.store import HistoryDatabase, StoredRecord
+from summarization_pydantic_ai.store import HistoryDatabase, StoredRecord, shared_index
+from summarization_pydantic_ai.store._scan_search import fts_expression
 
 from ..backends import BackendProtocol
 from ..eviction._content import evicted_text
 from ._database_search import current_store, search_database
 from ._index import Hit, IndexDiscardedError, Pending, SessionIndex, evicted_paths
-from ._text import QueryError, build_fts_query, query_terms
+from ._text import QueryError, query_terms
 from ._tools import TOOL_NAMES, Role, build_toolset
 
 __all__ = ["HistoryArchiveSearch", "SearchResult"]
@@ -141,10 +142,11 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
         return Path(deps_path) if deps_path is not None else None
 
     def index_for(self, path: str | Path) -> SessionIndex:
+        """The index of the history file at `path`: the one this process shares with `JsonHistoryStore.search`."""
         resolved = Path(path).resolve()
         index = self._indexes.get(resolved)
         if index is None:
-            index = self._indexes[resolved] = SessionIndex(resolved)
+            index = self._indexes[resolved] = shared_index(resolved)
         return index
 
     def _session_paths(self, ctx: RunContext[Any] | None, session: str | None) -> list[tuple[str, Path]]:
@@ -202,7 +204,7 @@ class HistoryArchiveSearch(AbstractToolset[Any]):
         ctx: RunContext[Any] | None = None,
     ) -> SearchResult:
         """Ranked excerpts for `query`; raises `QueryError` for a query with nothing searchable."""
-        fts = build_fts_query(query)
+        fts = fts_expression(query)
         since, until = _utc_bound(since, "since"), _utc_bound(until, "until")
         if page < 1:
             raise QueryError("page starts at 1")

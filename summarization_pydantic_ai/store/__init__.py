@@ -16,6 +16,8 @@ from ._database import (
     SearchQueryError,
     SessionSummary,
 )
+from ._file_search import shared_index
+from ._fts_index import FileSearchIndex, Hit, IndexDiscardedError, Pending
 from ._json_database import JsonHistoryDatabase
 from ._json_store import JsonHistoryStore
 from ._protocol import (
@@ -58,16 +60,20 @@ __all__ = [
     "DEFAULT_SESSION_ID",
     "CopyReport",
     "DamagedRange",
+    "FileSearchIndex",
     "HistoryDatabase",
     "HistoryPage",
     "HistoryStore",
     "HistoryStoreConflictError",
     "HistoryStoreError",
     "HistoryStoreLockedError",
+    "Hit",
+    "IndexDiscardedError",
     "IndexedText",
     "InvalidSessionIdError",
     "JsonHistoryDatabase",
     "JsonHistoryStore",
+    "Pending",
     "PostgresHistoryDatabase",
     "PostgresHistoryStore",
     "RecordBatch",
@@ -91,6 +97,7 @@ __all__ = [
     "query_terms",
     "read_records",
     "redact_url",
+    "shared_index",
     "space_cjk",
     "store_kind",
     "validate_session_id",

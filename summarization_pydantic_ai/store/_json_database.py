@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from ._database import SearchHit, SessionSummary
+from ._file_search import forget_index
 from ._framing import scan
 from ._json_search import search_texts_path
 from ._json_store import JsonHistoryStore
@@ -74,6 +75,7 @@ class JsonHistoryDatabase:
 
         def delete() -> bool:
             existed = path.exists()
+            forget_index(path)
             derived = [path.with_name(path.name + suffix) for suffix in _DERIVED]
             for file in (path, search_texts_path(path), *derived):
                 with contextlib.suppress(FileNotFoundError):

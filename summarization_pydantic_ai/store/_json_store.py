@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelMessage
 
 from ._appending import new_records, place, write_tail
 from ._database import SearchHit
+from ._file_search import search_file
 from ._framing import FOOTER, scan
 from ._json_file import JsonFile
 from ._json_index import FileIndex
@@ -203,15 +204,20 @@ class JsonHistoryStore:
         limit: int = 10,
         offset: int = 0,
     ) -> list[SearchHit]:
-        """Messages matching `query`, best first (see `SearchableHistoryStore`); scans the whole history."""
+        """Messages matching `query`, best first (see `SearchableHistoryStore`): through the search index beside the
+        file (`messages.json.index.sqlite`, built on first use, then caught up with what was appended since), ranked
+        as a scan of the whole history would rank them."""
         where = SearchFilter(tuple(roles), tool_name, since, until)
 
-        def scan() -> list[SearchHit]:
-            messages = self.load_all_sync() if self._path.exists() else []
+        def run() -> list[SearchHit]:
+            hits = search_file(self._path, self.session_id, query, where, limit=limit, offset=offset)
+            if hits is not None:
+                return hits
+            messages = self.load_all_sync() if self._path.exists() else []  # a query FTS5 cannot express
             texts = load_search_texts(self._path)
             return scan_search(self.session_id, messages, texts, query, where, limit=limit, offset=offset)
 
-        return await anyio.to_thread.run_sync(scan)
+        return await anyio.to_thread.run_sync(run)
 
     async def add_search_text(self, message_id: str, text: str) -> None:
         def add() -> None:

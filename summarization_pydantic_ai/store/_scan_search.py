@@ -17,7 +17,17 @@ from .._messages import get_message_id
 from ._database import SearchHit, SearchQueryError
 from ._search_text import IndexedText, message_text, query_terms, space_cjk
 
-__all__ = ["SearchFilter", "matches_filter", "normalized_words", "parse_query", "scan_search"]
+__all__ = [
+    "SearchFilter",
+    "fts_expression",
+    "matches_filter",
+    "needles",
+    "normalized_words",
+    "parse_query",
+    "scan_search",
+    "score",
+    "spaced",
+]
 
 
 @dataclass(frozen=True)
@@ -37,10 +47,14 @@ _WORDS = re.compile(r"[^\W_]+")  # as FTS5 unicode61: "_" separates words
 
 
 def normalized_words(text: str) -> list[str]:
-    """Lowercase words without diacritics, each CJK character a word of its own (regular expressions, no
-    per-character Python loop: the scan runs this over every message)."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return _WORDS.findall(space_cjk(_COMBINING.sub("", decomposed)))
+    """Lowercase words without diacritics, each CJK character (Hangul syllable, kana, ideograph) a word of its own
+    (regular expressions, no per-character Python loop: the scan and the file index run this over every message).
+    Compatibility forms are folded (NFKD) and diacritics dropped; what the decomposition split that is no
+    diacritic is put back together (NFC: a Hangul syllable is one character again, not three jamo)."""
+    if text.isascii():
+        return _WORDS.findall(text.lower())
+    plain = _COMBINING.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    return _WORDS.findall(space_cjk(unicodedata.normalize("NFC", plain)))
 
 
 def parse_query(query: str) -> list[tuple[list[str], bool]]:
@@ -64,14 +78,38 @@ def matches_filter(text: IndexedText, where: SearchFilter) -> bool:
     return not (where.until and text.timestamp > where.until)
 
 
-def _occurrences(words: list[str], term: list[str], prefix: bool) -> int:
-    count, size = 0, len(term)
-    for i in range(len(words) - size + 1):
-        if words[i : i + size - 1] == term[:-1] and (
-            words[i + size - 1].startswith(term[-1]) if prefix else words[i + size - 1] == term[-1]
-        ):
-            count += 1
+def spaced(words: Sequence[str]) -> str:
+    """Normalized words as one string, each between single spaces: what `score` reads."""
+    return " " + " ".join(words) + " "
+
+
+def needles(terms: list[tuple[list[str], bool]]) -> list[str]:
+    """What each query term is found by in a `spaced` text: its words between spaces (a prefix term open at the
+    end, so its last word may continue)."""
+    return [" " + " ".join(words) + ("" if prefix else " ") for words, prefix in terms]
+
+
+def _occurrences(text: str, needle: str) -> int:
+    count, at = 0, text.find(needle)
+    while at >= 0:  # overlapping ones too: "a a" occurs twice in "a a a"
+        count += 1
+        at = text.find(needle, at + 1)
     return count
+
+
+def score(text: str, term_needles: list[str]) -> float:
+    """How well a message matches the query: the number of distinct terms found in its `spaced` words, plus a
+    thousandth per occurrence (up to 999); 0 when none is found."""
+    counts = [_occurrences(text, needle) for needle in term_needles]
+    matched = sum(1 for c in counts if c)
+    return matched + min(sum(counts), 999) / 1000 if matched else 0.0
+
+
+def fts_expression(query: str) -> str:
+    """An FTS5 expression over normalized words (what the file store's index holds) that matches every message
+    the scan matches: each term quoted as a phrase of its words (a prefix term with `*`), terms ORed.
+    `SearchQueryError` for a query without words."""
+    return " OR ".join('"' + " ".join(words) + '"' + ("*" if prefix else "") for words, prefix in parse_query(query))
 
 
 def scan_search(
@@ -86,22 +124,19 @@ def scan_search(
 ) -> list[SearchHit]:
     """Rank `messages` (the latest versions, in recorded order) for `query`: more distinct terms first, then more
     occurrences, then recorded order."""
-    terms = parse_query(query)
+    term_needles = needles(parse_query(query))
     where.check(limit, offset)
     scored: list[tuple[float, int, SearchHit]] = []
     for position, message in enumerate(messages):
         text = message_text(message, extras.get(get_message_id(message) or "", ""))
         if text is None or not matches_filter(text, where):
             continue
-        words = normalized_words(text.body)
-        counts = [_occurrences(words, term, prefix) for term, prefix in terms]
-        matched = sum(1 for c in counts if c)
-        if not matched:
+        found = score(spaced(normalized_words(text.body)), term_needles)
+        if not found:
             continue
-        score = matched + min(sum(counts), 999) / 1000
         hit = SearchHit(
-            session_id, text.message_id, position, text.roles, text.tool_names, text.timestamp, text.body, score
+            session_id, text.message_id, position, text.roles, text.tool_names, text.timestamp, text.body, found
         )
-        scored.append((-score, position, hit))
+        scored.append((-found, position, hit))
     scored.sort(key=lambda item: (item[0], item[1]))
     return [hit for _, _, hit in scored[offset : offset + limit]]

@@ -23,9 +23,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pydantic_deep import DeepAgentDeps, create_deep_agent
 from pydantic_deep.history_search import HistoryArchiveSearch, QueryError
-from pydantic_deep.history_search import _index as index_module
 from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore, ensure_message_id, get_message_id
 from summarization_pydantic_ai.store import RecordBatch, StoredRecord
+from summarization_pydantic_ai.store import _fts_index as fts_index_module
 
 
 def _messages(texts: list[str]) -> list[ModelMessage]:
@@ -130,7 +130,7 @@ async def test_a_new_version_of_a_message_replaces_the_old_one(tmp_path: Path, m
     assert (await search.search("monday")).total_shown == 1
     edited = ModelResponse(parts=[TextPart("the deploy window is thursday")])
     edited.metadata = original[1].metadata
-    real = index_module.read_records
+    real = fts_index_module.read_records
     injected = {"done": False}
 
     def read_records_with_a_version(file: Any, start: int = 0) -> RecordBatch:
@@ -141,7 +141,7 @@ async def test_a_new_version_of_a_message_replaces_the_old_one(tmp_path: Path, m
         version = StoredRecord(batch.next_offset, get_message_id(edited), edited, False)
         return RecordBatch([*batch.records, version], batch.next_offset, batch.first_message_id)
 
-    monkeypatch.setattr(index_module, "read_records", read_records_with_a_version)
+    monkeypatch.setattr(fts_index_module, "read_records", read_records_with_a_version)
     _append(path, _messages(["appended next: walrus"]))
     assert (await search.search("thursday")).total_shown == 1
     assert (await search.search("monday")).total_shown == 0
