@@ -3,15 +3,20 @@
 A provider with prefix caching bills a re-read of a prefix it has seen at a fraction of the price. The summary
 request therefore sends exactly what the run was about to send — the same messages, instructions and tool
 definitions (the request's `ModelRequestParameters`) and model settings — and adds one user request at the end.
+The messages are prepared as pydantic-ai prepares a run's request before the provider sees it (consecutive requests
+merged, tool results in the order of their calls): the stored order would differ from what the provider was last
+sent at the first result stored out of order, and the whole conversation after it would be written again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
-from pydantic_ai.messages import ModelRequest, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, TextPart, UserPromptPart, repair_messages
+from pydantic_ai.models import Model
 
 from .._tokens import count_tokens_approximately, estimate_text_tokens
 from ..cost._records import report_summarizer_usage
@@ -87,7 +92,7 @@ async def aligned_summary(summarizer: AlignedSummarizer, model: Any, request: Su
         # messages (the cached prefix) stay the same.
         params = replace(params, allow_text_output=True)
     instruction = aligned_instruction(summarizer.prompt_template, request)
-    messages = [*live.messages, ModelRequest(parts=[UserPromptPart(instruction)])]
+    messages = [*as_sent(model, live.messages, params), ModelRequest(parts=[UserPromptPart(instruction)])]
     try:
         with anyio.fail_after(summarizer.timeout):
             response = await model.request(messages, live.model_settings, params)
@@ -100,3 +105,13 @@ async def aligned_summary(summarizer: AlignedSummarizer, model: Any, request: Su
     if not text:
         raise SummarizerError("the summary model answered without text (a tool call?)")
     return text
+
+
+def as_sent(model: Any, messages: Sequence[ModelMessage], params: Any) -> list[ModelMessage]:
+    """`messages` as pydantic-ai hands a run's request to `model` (its graph repairs and merges the history, the
+    model prepares it, e.g. tool results in call order, and the graph merges again): a direct `model.request`
+    gets none of that."""
+    cleaned = repair_messages(messages)
+    if not isinstance(model, Model):
+        return cleaned
+    return repair_messages(model.prepare_messages(cleaned, params))

@@ -16,6 +16,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -128,6 +129,42 @@ async def test_default_summarizer_is_the_run_model_and_its_request_starts_with_t
     assert info is not None and info["summarizer"] == "llm" and "fallback_reason" not in info
     assert "written by the run's model" in str(summary_part(summaries[-1]).content)  # type: ignore[union-attr]
     assert validate_history(history, for_request=False) == []
+
+
+async def test_the_summary_request_starts_with_what_the_provider_was_last_sent() -> None:
+    """pydantic-ai sends a history prepared (tool results in call order, consecutive requests merged); the summary
+    request is prepared the same way, so its prefix is the previous request's, byte for byte (a cache read), not
+    the stored order (a re-write of the whole conversation from the first out-of-order result)."""
+    model = AgentModel()
+    middleware = ContextManagerMiddleware(max_tokens=1_000_000)
+    agent = make_agent(model, middleware)
+    # An imported exchange: two parallel calls whose results were stored in the order they finished, and no
+    # answer after them (the next prompt joins their request when sent).
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("Look around.")]),
+        ModelResponse(
+            parts=[
+                ToolCallPart("read_file", {"path": "a.py"}, tool_call_id="first"),
+                ToolCallPart("read_file", {"path": "b.py"}, tool_call_id="second"),
+            ]
+        ),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("read_file", "b = 2", tool_call_id="second"),
+                ToolReturnPart("read_file", "a = 1", tool_call_id="first"),
+            ]
+        ),
+    ]
+    history = (await agent.run("Question 1: what does the module set?", message_history=history)).all_messages()
+    middleware.request_compact()
+    await agent.run("Question 2: and now?", message_history=history)
+
+    summary_at = next(i for i, call in enumerate(model.calls) if call.summary)
+    live, summary = model.calls[summary_at - 1], model.calls[summary_at]
+    sent = without_metadata(live.messages)
+    returns = [p.tool_call_id for p in sent[2].parts if isinstance(p, ToolReturnPart)]
+    assert returns == ["first", "second"]  # as pydantic-ai sent them: call order, the prompt merged in
+    assert without_metadata(summary.messages[: len(live.messages)]) == sent
 
 
 async def test_an_unreachable_summary_model_warns_once_over_ten_compactions(caplog: pytest.LogCaptureFixture) -> None:
