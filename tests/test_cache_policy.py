@@ -22,6 +22,7 @@ from summarization_pydantic_ai import (
     CachePolicy,
     ContextConfig,
     SlidingWindowProcessor,
+    count_tokens_approximately,
     measured_growth,
     supersede_outputs,
     thin_outputs,
@@ -200,3 +201,43 @@ async def test_the_planned_stack_costs_less_than_rewriting_as_it_goes_with_the_c
         rewrites[name] = sum(r.changed_at is not None for r in billed)
     assert costs["planned"] < 0.75 * costs["naive"], costs
     assert rewrites["planned"] <= 3 < rewrites["naive"], rewrites
+
+
+def _reads(count: int, start: int = 0) -> list[ModelMessage]:
+    out: list[ModelMessage] = []
+    for i in range(start, start + count):
+        out += [_call("fetch", {"page": i}, f"c{i}"), _result("fetch", f"{i} " + "x" * 3_996, f"c{i}")]
+    return out
+
+
+async def test_clearing_with_a_policy_waits_for_its_batch_until_it_pays() -> None:
+    from summarization_pydantic_ai import ClearToolResultsProcessor
+
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("go")]), *_reads(10)]
+    plain = ClearToolResultsProcessor(keep_last=2, clear_at_least=2_000)
+    planned = ClearToolResultsProcessor(
+        keep_last=2, clear_at_least=2_000, max_tokens=20_000, cache_policy=CachePolicy()
+    )
+    assert await plain(history) is not history, "without a policy a batch is cleared as soon as it reclaims enough"
+    assert await planned(history) is history, "~10,000 tokens: clearing now would not pay for its re-write"
+    grown = [*history, *_reads(9, start=10)]  # ~19,000 tokens: the policy's limit (95% of 20,000)
+    out = await planned(grown)
+    assert out is not grown and validate_history(out) == []
+    assert sum("cleared" in str(p.content) for m in out for p in m.parts if isinstance(p, ToolReturnPart)) == 17
+
+
+async def test_a_summarization_processor_with_a_policy_waits_then_thinning_alone_is_the_reduction() -> None:
+    from summarization_pydantic_ai import SummarizationProcessor
+
+    settings: dict[str, Any] = {"trigger": ("tokens", 6_000), "keep": ("tokens", 3_000), "max_tokens": 20_000}
+    history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Read the pages.")]), *_reads(10)]
+    assert len(await SummarizationProcessor(None, **settings)(history)) < len(history)
+    planned = SummarizationProcessor(None, **settings, cache_policy=CachePolicy())
+    assert await planned(history) is history
+    grown = [*history, *_reads(9, start=10)]
+    out = await planned(grown)  # ~19,000 tokens: due; the thinned history fits the keep, nothing to summarize
+    assert validate_history(out) == [] and len(out) == len(grown) and out is not grown
+    kept = _returns(out)
+    assert _content(kept["c18"]).startswith("18 ") and len(_content(kept["c18"])) == 3_999  # the latest, whole
+    assert all(THINNED_METADATA_KEY in (kept[f"c{i}"].metadata or {}) for i in range(18))
+    assert count_tokens_approximately(out) < count_tokens_approximately(grown) / 3

@@ -8,9 +8,10 @@ from typing import Any, cast
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
+from .._cache_policy import CachePolicy
 from .._events import EventCallback, ToolResultsCleared, emit_event
 from .._render import part_text
-from .._sizes import ContextSize, normalize_trigger
+from .._sizes import ContextSize, Measure, normalize_trigger
 from .._tokens import TokenCounter, count_tokens_approximately, estimate_text_tokens
 from ._base import HistoryProcessor, RunInfo, check_counter, measure, resolve_budget
 
@@ -62,6 +63,10 @@ class ClearToolResultsProcessor(HistoryProcessor):
     model_name: str | None = None
     token_counter: TokenCounter = count_tokens_approximately
     event_callback: EventCallback | None = None
+    cache_policy: CachePolicy | None = None
+    """Clear by what it costs with the prompt cache counted: a batch waits until the request reaches where the
+    clearing pays for its cache re-write (see `CachePolicy`; from `trigger` on, at the latest at the policy's
+    limit of the budget: set `max_tokens` or `model_name`)."""
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -80,17 +85,20 @@ class ClearToolResultsProcessor(HistoryProcessor):
         return self.placeholder.format(tool_name=part.tool_name, tool_call_id=part.tool_call_id, tokens=tokens)
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
-        if self._triggers:
-            needs_budget = any(s[0] == "fraction" for s in self._triggers)
+        size: Measure | None = None
+        if self._triggers or self.cache_policy is not None:
+            needs_budget = self.cache_policy is not None or any(s[0] == "fraction" for s in self._triggers)
             budget = resolve_budget(self.max_tokens, self.model_name, 0, run, needs_budget)
             size = await measure(messages, self.token_counter, run, budget, None)
-            if not any(size.reaches(t) for t in self._triggers):
+            if self.cache_policy is None and not any(size.reaches(t) for t in self._triggers):
                 return messages
         candidates = self._candidates(messages)
         reclaim = sum(
             tokens - estimate_text_tokens(self._placeholder(part, tokens)) for _, _, part, tokens in candidates
         )
         if not candidates or reclaim < self.clear_at_least or reclaim <= 0:
+            return messages
+        if size is not None and not self._planned(messages, size, reclaim):
             return messages
         result = list(messages)
         by_message: dict[int, dict[int, ToolReturnPart]] = {}
@@ -105,6 +113,14 @@ class ClearToolResultsProcessor(HistoryProcessor):
         ids = tuple(part.tool_call_id for _, _, part, _ in candidates)
         await emit_event(self.event_callback, ToolResultsCleared(type(self).__name__, len(candidates), reclaim, ids))
         return result
+
+    def _planned(self, messages: list[ModelMessage], size: Measure, reclaim: int) -> bool:
+        """With a policy: whether a batch reclaiming `reclaim` tokens is due now (from the first trigger on)."""
+        if self.cache_policy is None:
+            return True
+        kept: ContextSize = ("tokens", max(size.tokens - reclaim, 0))
+        triggers = self._triggers or (("tokens", 0),)
+        return any(self.cache_policy.due(messages, size, t, kept) for t in triggers)
 
     def _candidates(self, messages: Sequence[ModelMessage]) -> list[tuple[int, int, ToolReturnPart, int]]:
         """Uncleared tool results older than the last `keep_last`, with their estimated size."""

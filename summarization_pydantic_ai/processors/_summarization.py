@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
+from .._cache_policy import CachePolicy
 from .._compaction import (
     WarnOnce,
     assemble,
@@ -28,6 +29,7 @@ from .._events import (
 from .._messages import validate_history
 from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize, Measure
+from .._thinning import thin_outputs, thinning_event
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
 from ..summarize._models import RUN_MODEL
@@ -141,6 +143,10 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     _fallback_warning: WarnOnce = field(default_factory=WarnOnce, repr=False, compare=False)
     """Shared by the per-run copies: one warning per processor when the summarizer falls back."""
     _summarizer: Summarizer = field(init=False, repr=False)
+    cache_policy: CachePolicy | None = None
+    """Plan the summaries by what they cost with the prompt cache counted: a token trigger then fires where the
+    summary pays for its cache re-write, at the latest at the policy's limit; the kept tail is thinned first
+    (see `CachePolicy`)."""
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
 
@@ -170,9 +176,20 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
             return messages
         budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, self._needs_budget)
         size = await self._measure(messages, run, budget)
-        if not any(size.reaches(t) for t in self._triggers):
+        policy = self.cache_policy
+        if policy is None:
+            if not any(size.reaches(t) for t in self._triggers):
+                return messages
+            return await self._compact(messages, size, budget, self.focus, run)
+        if not any(policy.due(messages, size, t, self._keep) for t in self._triggers):
             return messages
-        return await self._compact(messages, size, budget, self.focus, run)
+        thinned = thin_outputs(messages, max_chars=policy.thin_chars) if policy.thin else messages
+        result = await self._compact(thinned, size, budget, self.focus, run)
+        if result is thinned and thinned is not messages:  # thinning alone brought it down: nothing to summarize
+            event = thinning_event(type(self).__name__, messages, thinned)
+            if event is not None:
+                await emit_event(self.event_callback, event)
+        return result
 
     async def compact(self, messages: Sequence[ModelMessage], focus: str | None = None) -> list[ModelMessage]:
         """Summarize now, whatever the triggers say; returns the new history (the input if nothing to summarize)."""
