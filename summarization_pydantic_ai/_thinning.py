@@ -99,13 +99,14 @@ def supersede_outputs(
     read_tools: Sequence[str] = DEFAULT_READ_TOOLS,
     snapshot_tools: Sequence[str] = DEFAULT_SNAPSHOT_TOOLS,
 ) -> list[ModelMessage]:
-    """`messages` with every superseded read or snapshot output from `start` on replaced by a pointer (the input
-    list itself when there is none). Pair-safe: only return contents change."""
+    """`messages` with every superseded read or snapshot output from `start` on, before the latest exchange (the
+    model is answering it), replaced by a pointer (the input list itself when there is none). Pair-safe: only
+    return contents change; a failed call's output is never replaced."""
     stale = _superseding_calls(messages, read_tools, snapshot_tools)
     if not stale:
         return messages
     result: list[ModelMessage] | None = None
-    for i in range(start, len(messages)):
+    for i in range(start, _latest_exchange(messages)):
         message = messages[i]
         if not isinstance(message, ModelRequest):
             continue
@@ -120,7 +121,11 @@ def supersede_outputs(
 def _pointer(part: ToolReturnPart, stale: dict[str, tuple[str, str]]) -> ToolReturnPart:
     found = stale.get(part.tool_call_id)
     metadata: Any = part.metadata
-    if found is None or (isinstance(metadata, dict) and SUPERSEDED_METADATA_KEY in metadata):
+    if (
+        found is None
+        or part.outcome != "success"
+        or (isinstance(metadata, dict) and SUPERSEDED_METADATA_KEY in metadata)
+    ):
         return part
     text = part.model_response_str()
     if len(text) < _MIN_CHARS:
@@ -130,6 +135,8 @@ def _pointer(part: ToolReturnPart, stale: dict[str, tuple[str, str]]) -> ToolRet
         note = f"[superseded: an older output of {what}; the later call {by} shows the current state]"
     else:
         note = f"[superseded: {what} was read again or changed later (call {by}); read it again if you need it]"
+    if len(note) >= len(text):
+        return part  # a pointer must save something
     previous = cast(dict[str, Any], metadata) if isinstance(metadata, dict) else {}
     marks = {**previous, SUPERSEDED_METADATA_KEY: {"by": by, "chars": len(text)}}
     return replace(part, content=note, metadata=marks)
@@ -188,8 +195,11 @@ def _thinned(part: ToolReturnPart, max_chars: int) -> ToolReturnPart:
     errors = [_clip(line) for line in lines[1:-1] if _ERROR_LINE.search(line)][:_ERROR_LINES_KEPT]
     ends = elide_middle(text, max_chars) if len(lines) < 3 else "\n".join([_clip(lines[0]), *errors, _clip(lines[-1])])
     note = f"[{len(text):,} chars cut to their ends; call {part.tool_call_id} has the whole output]"
+    content = f"{ends}\n{note}"
+    if len(content) >= len(text):
+        return part  # the ends and the note would not be shorter
     marks = {**previous, THINNED_METADATA_KEY: {"chars": len(text)}}
-    return replace(part, content=f"{ends}\n{note}", metadata=marks)
+    return replace(part, content=content, metadata=marks)
 
 
 def _clip(line: str) -> str:
