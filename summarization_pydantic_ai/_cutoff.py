@@ -7,17 +7,32 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
-from ._messages import ToolPairIndex
+from ._messages import ToolPairIndex, has_user_voice
 from ._sizes import keep_tokens, normalize_keep
 from ._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["find_safe_cutoff", "inflight_start", "safe_head_end"]
+__all__ = ["find_safe_cutoff", "inflight_start", "safe_head_end", "unanswered_start"]
 
 
 def inflight_start(messages: Sequence[ModelMessage]) -> int:
-    """Where the in-flight exchange starts: the trailing requests (a new prompt, pending tool results), or, when
-    the history ends with a response, that response and the requests it answered. Tool results pull in the
-    response that made their calls through the pair closure, not here."""
+    """Where the in-flight exchange starts: the last request with a user voice (a new prompt, pending tool
+    results; a summary or system prompt after it comes along), or, when the history ends with a response, that
+    response and the request it answers. The earlier requests of a trailing run were never answered (failed
+    model calls, prompts queued offline): a cut between two of them is safe when no tool call is open across it,
+    which the pair closure of `find_safe_cutoff` sees to (tool results pull in the response that made the calls)."""
+    j = len(messages)
+    if j and isinstance(messages[-1], ModelResponse):
+        j -= 1
+    while j > 0 and isinstance(request := messages[j - 1], ModelRequest):
+        j -= 1
+        if has_user_voice(request):
+            break
+    return j
+
+
+def unanswered_start(messages: Sequence[ModelMessage]) -> int:
+    """Where the requests the model has not answered yet start: after the last response (or, when the history
+    ends with a response, after the one before it). Tool results in them are news to the model."""
     j = len(messages)
     if j and isinstance(messages[-1], ModelResponse):
         j -= 1
@@ -88,6 +103,8 @@ def find_safe_cutoff(
     The tail never holds a tool result whose call was cut (the cut moves back to the response that made the
     call, through the tool-pair index, however far back it is), and it always holds the in-flight exchange: a
     keep of 0 keeps the new user prompt, or pending tool results together with the response that made the calls.
+    A history that ends with several unanswered requests is cut between them like any other messages (ten
+    queued prompts with a keep of 3 keep the last three), never while a tool call is open across the cut.
 
     Example:
         ```python

@@ -169,7 +169,7 @@ def is_summary_message(message: ModelMessage) -> bool:
     return summary_part(message) is not None
 
 
-def _has_user_voice(message: ModelRequest) -> bool:
+def has_user_voice(message: ModelRequest) -> bool:
     """Whether a request carries something other than system prompts and summaries (a user turn, a tool result)."""
     return any(not isinstance(p, SystemPromptPart | CompactionPart) for p in message.parts)
 
@@ -213,7 +213,7 @@ def _check_order(messages: Sequence[ModelMessage], problems: list[HistoryProblem
             if not message.parts:
                 problems.append(HistoryProblem("empty_request", i, "a ModelRequest with no parts"))
             seen_summary = seen_summary or is_summary_message(message)
-            if _has_user_voice(message):
+            if has_user_voice(message):
                 seen_user_voice = True
             elif is_summary_message(message):
                 # A summary is sent as user-voice text, so it opens the conversation for the assistant.
@@ -221,7 +221,7 @@ def _check_order(messages: Sequence[ModelMessage], problems: list[HistoryProblem
         elif not seen_user_voice:
             problems.append(HistoryProblem("assistant_first", i, "an assistant message before any user turn"))
             seen_user_voice = True  # report once
-    if seen_summary and not any(isinstance(m, ModelRequest) and _has_user_voice(m) for m in messages):
+    if seen_summary and not any(isinstance(m, ModelRequest) and has_user_voice(m) for m in messages):
         problems.append(HistoryProblem("summary_only", 0, "the history holds summaries but no user turn"))
 
 

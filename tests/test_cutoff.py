@@ -21,7 +21,7 @@ from pydantic_ai.messages import (
 
 from summarization_pydantic_ai import find_safe_cutoff, validate_history
 from summarization_pydantic_ai._compaction import assemble, plan_compaction
-from summarization_pydantic_ai._cutoff import inflight_start, safe_head_end
+from summarization_pydantic_ai._cutoff import inflight_start, safe_head_end, unanswered_start
 
 
 def req(*parts: ModelRequestPart) -> ModelRequest:
@@ -175,9 +175,10 @@ def test_keep_zero_on_a_finished_run_keeps_the_final_exchange() -> None:
 def test_inflight_start() -> None:
     messages = tool_history()
     assert inflight_start(messages) == 8
-    assert inflight_start(messages[:-1]) == 6  # the final response and the requests it answered
+    assert inflight_start(messages[:-1]) == 6  # the final response and the request it answered
     assert inflight_start(messages[:7]) == 6
-    assert inflight_start([req(user()), req(user("2"))]) == 0
+    assert inflight_start([req(user()), req(user("2"))]) == 1  # an unanswered earlier request is not in flight
+    assert unanswered_start([req(user()), req(user("2"))]) == 0
     assert inflight_start([]) == 0
 
 

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import ModelRequestContext
 
 from .._compaction import CompactionPlan, assemble_merged, latest_user_request_at, plan_compaction
-from .._cutoff import inflight_start
+from .._cutoff import inflight_start, unanswered_start
 from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, OverflowRetry, emit_event
 from .._messages import get_message_id, summary_info
 from .._render import iter_media, part_text
@@ -195,9 +195,10 @@ def _metadata(part: ToolReturnPart) -> dict[str, Any]:
 
 
 async def clear_old_tool_results(messages: list[ModelMessage], excess: int) -> list[ModelMessage]:
-    """Clear the oldest tool results (never the in-flight exchange's) until about `excess` tokens are reclaimed."""
+    """Clear the oldest tool results (never those the model has not answered yet) until about `excess` tokens are
+    reclaimed."""
     returns = _tool_returns(messages)
-    inflight = inflight_start(messages)
+    inflight = unanswered_start(messages)
     reclaim, clear = 0, 0
     for k, (i, _, part) in enumerate(returns):
         if i >= inflight or reclaim >= excess:

@@ -152,11 +152,16 @@ def tail_pair_safe(messages: Sequence[ModelMessage], cut: int) -> bool:
 
 
 def trailing_exchange_start(messages: Sequence[ModelMessage]) -> int:
-    """Where the in-flight exchange starts, worked out independently of the library: after the last response
-    (a history about to be sent), or after the response before the final one (a finished run)."""
-    last = len(messages) - 1 if isinstance(messages[-1], ModelResponse) else len(messages)
-    responses = [i for i, m in enumerate(messages[:last]) if isinstance(m, ModelResponse)]
-    return responses[-1] + 1 if responses else 0
+    """Where the in-flight exchange starts, worked out without the library: the last request that holds a user
+    prompt or a tool result (with any summary after it), and the final response of a finished run. Earlier
+    unanswered requests are not in flight: a cut may fall between them."""
+    end = len(messages) - 1 if isinstance(messages[-1], ModelResponse) else len(messages)
+    start = end
+    while start > 0 and isinstance(messages[start - 1], ModelRequest):
+        start -= 1
+        if any(isinstance(p, UserPromptPart | ToolReturnPart) for p in messages[start].parts):
+            break
+    return start
 
 
 def expected_plan(messages: list[ModelMessage], config: dict[str, Any]) -> CompactionPlan | None:
