@@ -23,10 +23,11 @@ from pydantic_ai.messages import (
 )
 
 from ._compaction_plan import CompactionPlan, latest_user_request_at
-from ._cutoff import find_safe_cutoff, safe_head_end
+from ._cutoff import find_safe_cutoff, head_count, safe_head_end
 from ._events import CompactionCompleted
 from ._merged_pins import merge_into_summary
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
+from ._sizes import normalize_keep_head
 from ._tokens import estimate_message_tokens
 from ._working_set import WorkingSetOptions, apply_working_set
 from .cost._records import SUMMARIZER_USAGE_KEY, collect_summarizer_usage
@@ -70,17 +71,20 @@ def plan_compaction(
     messages: Sequence[ModelMessage],
     keep: Any,
     *,
-    keep_head: int = 0,
+    keep_head: Any = 0,
     max_tokens: int | None = None,
     message_tokens: Callable[[ModelMessage], int] | None = None,
     working_set: WorkingSetOptions | None = None,
+    head_tokens: Callable[[ModelMessage], int] | None = None,
 ) -> CompactionPlan | None:
     """Decide what to replace, or `None` when there is nothing new to summarize; with `working_set`, the guaranteed
-    working set is taken out of the span (see `apply_working_set`)."""
+    working set is taken out of the span (see `apply_working_set`). `keep_head`: an `int` number of leading
+    messages or a `ContextSize` (token keeps count with `head_tokens`, default: the approximate estimate)."""
     if not messages:
         return None
     system_head, first_is_head = _system_head(messages[0])
-    head_end = safe_head_end(messages, max(keep_head, 1 if first_is_head else 0))
+    head = head_count(messages, normalize_keep_head(keep_head), max_tokens=max_tokens, message_tokens=head_tokens)
+    head_end = safe_head_end(messages, max(head, 1 if first_is_head else 0))
     cutoff = find_safe_cutoff(messages, keep, max_tokens=max_tokens, message_tokens=message_tokens)
     if cutoff <= head_end:
         return None

@@ -8,10 +8,10 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 
 from ._messages import ToolPairIndex, has_user_voice
-from ._sizes import keep_tokens, normalize_keep
+from ._sizes import ContextSize, keep_tokens, normalize_keep
 from ._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["find_safe_cutoff", "inflight_start", "safe_head_end", "unanswered_start"]
+__all__ = ["find_safe_cutoff", "head_count", "inflight_start", "safe_head_end", "unanswered_start"]
 
 
 def inflight_start(messages: Sequence[ModelMessage]) -> int:
@@ -67,6 +67,27 @@ def safe_head_end(messages: Sequence[ModelMessage], head: int) -> int:
         if last < head:
             return head
         head = _extend_over_requests(messages, last + 1)
+
+
+def head_count(
+    messages: Sequence[ModelMessage],
+    keep_head: ContextSize,
+    *,
+    max_tokens: int | None = None,
+    message_tokens: Callable[[ModelMessage], int] | None = None,
+) -> int:
+    """How many leading messages a `keep_head` keeps before `safe_head_end` makes the head pair-safe: a message
+    count, or the leading messages that fit in a token keep (a fraction of `max_tokens`)."""
+    budget = keep_tokens(keep_head, max_tokens)
+    if budget is None:
+        return min(int(keep_head[1]), len(messages))
+    count = message_tokens or _default_counter.count_message
+    total = 0
+    for i, message in enumerate(messages):
+        total += count(message)
+        if total > budget:
+            return i
+    return len(messages)
 
 
 def _extend_over_requests(messages: Sequence[ModelMessage], head: int) -> int:

@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["ContextSize", "Measure", "normalize_keep", "normalize_trigger", "validate_context_size"]
+__all__ = [
+    "ContextSize",
+    "Measure",
+    "normalize_keep",
+    "normalize_keep_head",
+    "normalize_trigger",
+    "validate_context_size",
+]
 
 ContextSize: TypeAlias = (
     tuple[Literal["messages"], int] | tuple[Literal["tokens"], int] | tuple[Literal["fraction"], float]
@@ -62,6 +69,12 @@ def normalize_keep(keep: Any, *, name: str = "keep") -> ContextSize:
             raise ValueError(f"{name} must be >= 0, got {keep}")
         return ("messages", keep)
     return validate_context_size(keep, name=name, allow_zero=True)
+
+
+def normalize_keep_head(keep_head: Any) -> ContextSize:
+    """A kept head is an `int` number of messages (`None`: 0) or a `ContextSize`: `("messages", n)`, the leading
+    messages within `("tokens", n)`, or within `("fraction", f)` of the token budget."""
+    return ("messages", 0) if keep_head is None else normalize_keep(keep_head, name="keep_head")
 
 
 def check_keep_below_trigger(keep: ContextSize, triggers: Sequence[ContextSize]) -> None:

@@ -167,7 +167,6 @@ def validate_cut_settings(
     keep: Any,
     *,
     token_counter: Any,
-    keep_head: int = 0,
     reserve_output_tokens: int = 0,
     max_tokens: int | None = None,
 ) -> tuple[tuple[ContextSize, ...], ContextSize]:
@@ -176,8 +175,6 @@ def validate_cut_settings(
     normalized_keep = normalize_keep(keep)
     check_keep_below_trigger(normalized_keep, triggers)
     check_counter(token_counter)
-    if keep_head < 0:
-        raise ValueError(f"keep_head must be >= 0, got {keep_head}")
     if reserve_output_tokens < 0:
         raise ValueError(f"reserve_output_tokens must be >= 0, got {reserve_output_tokens}")
     if max_tokens is not None and max_tokens <= reserve_output_tokens:

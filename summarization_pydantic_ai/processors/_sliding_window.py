@@ -10,15 +10,15 @@ from typing import Any
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
 from .._cache_policy import CachePolicy
-from .._compaction import CompactionPlan, assemble, plan_compaction
+from .._compaction import CompactionPlan, assemble
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
 from .._pinning import WorkingSetSettings
-from .._sizes import ContextSize, Measure
+from .._sizes import ContextSize, Measure, normalize_keep_head
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
-from ._summarization import keep_message_counter, new_problems
+from ._summarization import new_problems, plan_cut
 
 __all__ = ["SlidingWindowProcessor", "window_marker_for"]
 
@@ -59,7 +59,8 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
 
     trigger: Any = ("messages", 100)
     keep: Any = ("messages", 40)
-    keep_head: int = 0
+    keep_head: Any = 0
+    """Leading messages always kept: an `int`, `("messages", n)`, `("tokens", n)` or `("fraction", f)`."""
     max_tokens: int | None = None
     model_name: str | None = None
     reserve_output_tokens: int = 0
@@ -70,6 +71,7 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
     slide pays for its cache re-write (see `CachePolicy`), never later than the policy's hard limit."""
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
+    _keep_head: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._check_working_set()
@@ -77,15 +79,15 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
             self.trigger,
             self.keep,
             token_counter=self.token_counter,
-            keep_head=self.keep_head,
             reserve_output_tokens=self.reserve_output_tokens,
             max_tokens=self.max_tokens,
         )
+        self._keep_head = normalize_keep_head(self.keep_head)
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         if not messages or not self._triggers:
             return messages
-        needs_budget = any(s[0] == "fraction" for s in (*self._triggers, self._keep))
+        needs_budget = any(s[0] == "fraction" for s in (*self._triggers, self._keep, self._keep_head))
         budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, run, needs_budget)
         size = await measure(messages, self.token_counter, run, budget, None)
         if not any(self._due(messages, size, t) for t in self._triggers):
@@ -103,15 +105,8 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
         self, messages: list[ModelMessage], budget: int | None, size: Measure
     ) -> list[ModelMessage] | None:
         """The history after the slide, or `None` when nothing can be dropped."""
-        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
-        plan = plan_compaction(
-            messages,
-            self._keep,
-            keep_head=self.keep_head,
-            max_tokens=budget,
-            message_tokens=keep_counter,
-            working_set=self._working_set_options(budget, self._triggers),
-        )
+        working_set = self._working_set_options(budget, self._triggers)
+        plan = await plan_cut(messages, self._keep, self._keep_head, self.token_counter, budget, working_set)
         if plan is None:
             return None
         marker, dropped = window_marker_for(messages, plan)

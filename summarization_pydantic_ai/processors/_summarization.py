@@ -12,6 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._cache_policy import CachePolicy
 from .._compaction import (
+    CompactionPlan,
     WarnOnce,
     assemble,
     build_summary_message,
@@ -28,9 +29,10 @@ from .._events import (
 )
 from .._messages import validate_history
 from .._pinning import WorkingSetSettings
-from .._sizes import ContextSize, Measure
+from .._sizes import ContextSize, Measure, normalize_keep_head
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
+from .._working_set import WorkingSetOptions
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
 from ..summarize._models import RUN_MODEL
 from ..summarize._protocol import LiveRequest
@@ -38,7 +40,7 @@ from ..summarize._template import DEFAULT_SUMMARY_PROMPT, validate_template
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
 
-__all__ = ["SummarizationProcessor", "live_request", "make_summarizer"]
+__all__ = ["SummarizationProcessor", "live_request", "make_summarizer", "plan_cut"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
@@ -73,10 +75,16 @@ def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) 
 
 
 async def keep_message_counter(
-    messages: Sequence[ModelMessage], keep: ContextSize, counter: TokenCounter, budget: int | None
+    messages: Sequence[ModelMessage],
+    keep: ContextSize,
+    counter: TokenCounter,
+    budget: int | None,
+    *,
+    from_start: bool = False,
 ) -> Callable[[ModelMessage], int] | None:
     """A per-message counter for token keeps. Cached counters are used as they are; any other (sync or async)
-    counter is asked once per message, from the newest back until the keep is exceeded."""
+    counter is asked once per message, from the newest back (`from_start`: from the first on, for a kept head)
+    until the keep is exceeded."""
     if keep[0] == "messages":
         return None
     if isinstance(counter, IncrementalCounter):
@@ -86,12 +94,34 @@ async def keep_message_counter(
     limit = keep[1] if keep[0] == "tokens" else keep[1] * (budget or 0)
     counts: dict[int, int] = {}
     total = 0
-    for message in reversed(messages):
+    for message in messages if from_start else reversed(messages):
         counts[id(message)] = await async_count_tokens(counter, [message])
         total += counts[id(message)]
         if total > limit:
             break
     return lambda message: counts.get(id(message), 1 << 40)
+
+
+async def plan_cut(
+    messages: Sequence[ModelMessage],
+    keep: ContextSize,
+    keep_head: ContextSize,
+    counter: TokenCounter,
+    budget: int | None,
+    working_set: WorkingSetOptions,
+) -> CompactionPlan | None:
+    """The plan of a processor's cut: the kept head and tail measured with its own token counter."""
+    keep_counter = await keep_message_counter(messages, keep, counter, budget)
+    head_counter = await keep_message_counter(messages, keep_head, counter, budget, from_start=True)
+    return plan_compaction(
+        messages,
+        keep,
+        keep_head=keep_head,
+        max_tokens=budget,
+        message_tokens=keep_counter,
+        working_set=working_set,
+        head_tokens=head_counter,
+    )
 
 
 @dataclass
@@ -123,8 +153,10 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     """A `ContextSize` or a list of them (any fires): `("messages", n)`, `("tokens", n)`, `("fraction", f)`."""
     keep: Any = ("messages", 20)
     """What survives the summary: an `int` number of messages or a `ContextSize`; 0 keeps the in-flight exchange."""
-    keep_head: int = 0
-    """Leading messages always kept verbatim (the system prompt is always kept regardless)."""
+    keep_head: Any = 0
+    """Leading messages always kept verbatim (the system prompt is always kept regardless): an `int` number of
+    messages, or `("messages", n)`, `("tokens", n)` (the leading messages within n tokens) or `("fraction", f)`
+    of the token budget; the head is extended so it never splits a tool call from its results."""
     max_tokens: int | None = None
     """The context window; default: from `model_name`, else the run's model (genai-prices), else 200,000 (warned)."""
     model_name: str | None = None
@@ -149,6 +181,7 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     (see `CachePolicy`)."""
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
+    _keep_head: ContextSize = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._check_working_set()
@@ -156,10 +189,10 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
             self.trigger,
             self.keep,
             token_counter=self.token_counter,
-            keep_head=self.keep_head,
             reserve_output_tokens=self.reserve_output_tokens,
             max_tokens=self.max_tokens,
         )
+        self._keep_head = normalize_keep_head(self.keep_head)
         if self.prompt_template is not None:
             validate_template(self.prompt_template)
         self.required_sections = check_sections(self.required_sections)
@@ -169,7 +202,7 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
 
     @property
     def _needs_budget(self) -> bool:
-        return any(size[0] == "fraction" for size in (*self._triggers, self._keep))
+        return any(size[0] == "fraction" for size in (*self._triggers, self._keep, self._keep_head))
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         if not messages or not self._triggers:
@@ -219,15 +252,8 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         run: RunInfo | None = None,
     ) -> list[ModelMessage]:
         name = type(self).__name__
-        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
-        plan = plan_compaction(
-            messages,
-            self._keep,
-            keep_head=self.keep_head,
-            max_tokens=budget,
-            message_tokens=keep_counter,
-            working_set=self._working_set_options(budget, self._triggers),
-        )
+        working_set = self._working_set_options(budget, self._triggers)
+        plan = await plan_cut(messages, self._keep, self._keep_head, self.token_counter, budget, working_set)
         if plan is None:
             await emit_event(
                 self.event_callback, CompactionSkipped(name, "nothing new to summarize", size.tokens, size.messages)
