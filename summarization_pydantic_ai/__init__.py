@@ -26,6 +26,7 @@ from ._events import (
     BudgetWarningIssued,
     CacheCollapse,
     CallbackFailed,
+    ClampedPart,
     CompactionCompleted,
     CompactionFailed,
     CompactionSkipped,
@@ -38,6 +39,7 @@ from ._events import (
     OverflowRecovered,
     OverflowRecoveryFailed,
     OverflowRetry,
+    PartsClamped,
     PhaseCheckpointed,
     PreservedItem,
     SummarizerFallback,
@@ -88,6 +90,7 @@ from .cache import (
     prompt_cache_for,
     rewrite_cost,
 )
+from .clamp import ClampOversizedParts
 from .compression import (
     COMPRESSED_METADATA_KEY,
     CompressionResult,
@@ -125,6 +128,7 @@ from .processors import (
     LimitWarnerProcessor,
     SlidingWindowProcessor,
     SummarizationProcessor,
+    WarnOn,
 )
 from .pruning import ImportancePruner, ImportanceScore, ImportanceWeights
 from .store import (
@@ -226,6 +230,8 @@ __all__ = [
     "CachedRequest",
     "CallbackFailed",
     "CheckpointRecord",
+    "ClampOversizedParts",
+    "ClampedPart",
     "ClearToolResultsProcessor",
     "CompactionCompleted",
     "CompactionFailed",
@@ -280,6 +286,7 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PartsClamped",
     "PhaseCheckpointed",
     "PhaseCheckpoints",
     "PostgresHistoryDatabase",
@@ -321,6 +328,7 @@ __all__ = [
     "Truncation",
     "UsageAnchoredCounter",
     "UsageUpdated",
+    "WarnOn",
     "WindowTrimmed",
     "async_count_tokens",
     "cache_prices",

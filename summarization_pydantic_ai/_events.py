@@ -26,6 +26,7 @@ __all__ = [
     "BudgetWarningIssued",
     "CacheCollapse",
     "CallbackFailed",
+    "ClampedPart",
     "CompactionCompleted",
     "CompactionFailed",
     "CompactionSkipped",
@@ -38,6 +39,7 @@ __all__ = [
     "OverflowRecovered",
     "OverflowRecoveryFailed",
     "OverflowRetry",
+    "PartsClamped",
     "PhaseCheckpointed",
     "PreservedItem",
     "SummarizerFallback",
@@ -146,6 +148,36 @@ class ToolOutputTruncated:
     tokens_after: int
     lines_before: int
     lines_kept: int
+
+
+@dataclass(frozen=True)
+class ClampedPart:
+    """One part cut to its head and tail (see `ClampOversizedParts`): where it is and its size before and after."""
+
+    message_index: int
+    part_index: int
+    kind: str
+    """`text`, `tool_call_args`, `tool_return`, `user_prompt` or `retry_prompt`."""
+    tokens_before: int
+    tokens_after: int
+    message_id: str | None
+    """The stable id of the message: the original is kept under it in the history store (None: not stored)."""
+
+
+@dataclass(frozen=True)
+class PartsClamped:
+    """Oversized parts were cut to their head and tail as they entered the history (or by overflow recovery)."""
+
+    processor: str
+    parts: tuple[ClampedPart, ...]
+
+    @property
+    def tokens_before(self) -> int:
+        return sum(p.tokens_before for p in self.parts)
+
+    @property
+    def tokens_after(self) -> int:
+        return sum(p.tokens_after for p in self.parts)
 
 
 @dataclass(frozen=True)
@@ -301,6 +333,7 @@ ContextEvent: TypeAlias = (
     | CompactionFailed
     | UsageUpdated
     | ToolOutputTruncated
+    | PartsClamped
     | CallbackFailed
     | SummarizerFallback
     | CompactionSkipped

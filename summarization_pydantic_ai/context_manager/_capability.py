@@ -28,6 +28,7 @@ from ..processors._summarization import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
+from ._clamp import ClampingMixin, check_clamp_settings
 from ._compress import NAME
 from ._conversation import check_same_conversation, restore_merged_requests
 from ._counting import CountingMixin, UsageCallback, incremental
@@ -54,7 +55,9 @@ _MIN_TOOL_OUTPUT_TOKENS = 64
 
 
 @dataclass
-class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings, AbstractCapability[Any]):
+class ContextManagerMiddleware(
+    OverflowMixin, CountingMixin, ClampingMixin, WorkingSetSettings, AbstractCapability[Any]
+):
     """Keep every message in a history file while the working context stays under the model's window.
 
     Before each model request it records the new messages (with stable ids) in the history store, measures the
@@ -89,6 +92,12 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
     messages_path: PathSource = None
     """Where messages.json lives: a path, or a function of the `RunContext` returning one (one file per session)."""
     max_tool_output_tokens: int | None = None
+    max_part_tokens: Any = None
+    """Clamp any single part above this (an `int` of tokens, `("tokens", n)` or `("fraction", f)` of the budget) to
+    its head and tail as it enters the history, after it is recorded: the marker names the message, and the store
+    keeps the original (see `ClampOversizedParts`). `None`: off."""
+    clamp_to_tokens: int | None = None
+    """About what a clamped part keeps; default: a tenth of `max_part_tokens`, at least 128 tokens."""
     on_usage_update: UsageCallback | None = None
     """Called as `(pct, current, max)` before each request; `pct` is a fraction (0.4 means 40%)."""
     on_before_compress: BeforeCompressCallback | None = None
@@ -140,6 +149,7 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
             raise ValueError(f"reserve_output_tokens must be >= 0, got {self.reserve_output_tokens}")
         if self.max_tool_output_tokens is not None and self.max_tool_output_tokens < _MIN_TOOL_OUTPUT_TOKENS:
             raise ValueError(f"max_tool_output_tokens must be at least {_MIN_TOOL_OUTPUT_TOKENS}")
+        self._part_limit = check_clamp_settings(self.max_part_tokens, self.clamp_to_tokens)
         if self.lock_timeout < 0:
             raise ValueError(f"lock_timeout must be >= 0, got {self.lock_timeout!r}")
         if self.history_store is not None and self.messages_path is not None:
@@ -347,6 +357,9 @@ class ContextManagerMiddleware(OverflowMixin, CountingMixin, WorkingSetSettings,
         if run is not None:
             state.model = run.request.model
         budget, source = self._budget(run.request.model if run else None)
+        clamped = await self._clamp_new(messages, state.clamp_seen, budget, store is not None)
+        if clamped is not messages:
+            messages, counted = clamped, None  # recorded as they were; sent and counted clamped
         threshold_tokens = int(self.compress_threshold * budget)
         size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
         if self.cache_policy is not None:

@@ -13,35 +13,48 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import ModelRequestContext
 
 from .._compaction import CompactionPlan, assemble_merged, latest_user_request_at, plan_compaction
-from .._cutoff import inflight_start, unanswered_start
+from .._cutoff import inflight_start
 from .._events import EventCallback, OverflowRecovered, OverflowRecoveryFailed, OverflowRetry, emit_event
 from .._messages import get_message_id, summary_info
-from .._render import iter_media, part_text
 from .._sizes import Measure
-from .._tokens import TokenCounter, async_count_tokens, estimate_text_tokens
+from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions, protected_call_ids
 from ..processors._base import RunInfo, measure, request_info
-from ..processors._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
 from ..processors._sliding_window import window_marker_for
 from ..processors._summarization import keep_message_counter, new_problems
 from ..store import HistoryStore
 from ._compress import NAME, CompressionMixin, link_summary
+from ._ladder_steps import (
+    clamp_latest_request,
+    clamp_oversized_parts,
+    clear_old_tool_results,
+    truncate_tool_returns,
+)
 from ._overflow_numbers import ProviderNumbers, overflow_target, parse_overflow
 from ._state import OverflowEpisode, RunState
-from ._truncate import TRUNCATED_METADATA_KEY, truncate_output
 
 __all__ = ["LADDER", "Ladder", "LadderResult", "OverflowEpisode", "OverflowMixin"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
-Step = Literal["clear_tool_results", "truncate_tool_returns", "summarize", "slide_window"]
-LADDER: tuple[Step, ...] = ("clear_tool_results", "truncate_tool_returns", "summarize", "slide_window")
+Step = Literal[
+    "clear_tool_results",
+    "truncate_tool_returns",
+    "clamp_oversized_parts",
+    "summarize",
+    "slide_window",
+    "clamp_latest_request",
+]
+LADDER: tuple[Step, ...] = (
+    "clear_tool_results",
+    "truncate_tool_returns",
+    "clamp_oversized_parts",
+    "summarize",
+    "slide_window",
+    "clamp_latest_request",
+)
 """The steps, mildest first; each runs only while the estimate is still above the target."""
 
-_PLACEHOLDER_TOKENS = 40
-"""About what `ClearToolResultsProcessor`'s placeholder costs: what clearing a result does not reclaim."""
-_MIN_RETURN_TOKENS = 200
-"""A tool return is never cut below this: its head and tail still say what it was."""
 _MARKER_TOKENS = 40
 
 Estimate = Callable[[list[ModelMessage]], Awaitable[int]]
@@ -69,6 +82,11 @@ class Ladder:
     store: HistoryStore | None = None
     working_set: WorkingSetOptions | None = None
     """What a slide keeps verbatim after its marker (pins, the todo list, ...), as every compaction does."""
+    history_tool: bool = False
+    """The agent can read an original back (`read_history`): a clamp's marker shows the call."""
+    latest_request_limit: int | None = None
+    """The last step clamps the latest user request only when its text alone is larger than this (the window the
+    provider said, in our units, or our own budget); `None`: never."""
 
     async def run(self, messages: list[ModelMessage], tokens: int, target: int) -> LadderResult:
         """Apply the steps in order until the estimate is at most `target`. A step is kept only when it makes the
@@ -96,6 +114,13 @@ class Ladder:
             return self._protect(messages, await clear_old_tool_results(messages, tokens - target)), None
         if step == "truncate_tool_returns":
             return self._protect(messages, truncate_tool_returns(messages, tokens - target)), None
+        if step == "clamp_oversized_parts":
+            return clamp_oversized_parts(messages, tokens - target, target, history_tool=self.history_tool), None
+        if step == "clamp_latest_request":
+            limit = self.latest_request_limit
+            if limit is None:
+                return messages, None
+            return clamp_latest_request(messages, tokens - target, limit, history_tool=self.history_tool), None
         if step == "summarize":
             return (await self.summarize(messages, tokens) if self.summarize else messages), None
         return await self._slide(messages, tokens, target)
@@ -179,74 +204,6 @@ def _restore_parts(old: ModelRequest, new: ModelRequest, protected: frozenset[st
     return replace(new, parts=parts)
 
 
-def _tool_returns(messages: list[ModelMessage]) -> list[tuple[int, int, ToolReturnPart]]:
-    return [
-        (i, j, part)
-        for i, message in enumerate(messages)
-        if isinstance(message, ModelRequest)
-        for j, part in enumerate(message.parts)
-        if isinstance(part, ToolReturnPart)
-    ]
-
-
-def _metadata(part: ToolReturnPart) -> dict[str, Any]:
-    metadata: Any = part.metadata
-    return dict(metadata) if isinstance(metadata, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
-
-
-async def clear_old_tool_results(messages: list[ModelMessage], excess: int) -> list[ModelMessage]:
-    """Clear the oldest tool results (never those the model has not answered yet) until about `excess` tokens are
-    reclaimed."""
-    returns = _tool_returns(messages)
-    inflight = unanswered_start(messages)
-    reclaim, clear = 0, 0
-    for k, (i, _, part) in enumerate(returns):
-        if i >= inflight or reclaim >= excess:
-            break
-        if CLEARED_METADATA_KEY not in _metadata(part):
-            reclaim += estimate_text_tokens(part_text(part)) - _PLACEHOLDER_TOKENS
-            clear = k + 1
-    if clear == 0:
-        return messages
-    return await ClearToolResultsProcessor(keep_last=len(returns) - clear, clear_at_least=0)(messages)
-
-
-def _water_level(sizes: list[int], excess: int) -> int:
-    """The largest cap (at least `_MIN_RETURN_TOKENS`) such that cutting every size to it reclaims `excess`."""
-    low, high = _MIN_RETURN_TOKENS, max(sizes, default=_MIN_RETURN_TOKENS)
-    while low < high:
-        cap = (low + high + 1) // 2
-        if sum(max(s - cap, 0) for s in sizes) >= excess:
-            low = cap
-        else:
-            high = cap - 1
-    return low
-
-
-def truncate_tool_returns(messages: list[ModelMessage], excess: int) -> list[ModelMessage]:
-    """Cut the largest text tool returns (the in-flight ones too) to their head and tail lines, all to one cap
-    chosen to reclaim about `excess` tokens. Media and cleared results are left alone."""
-    candidates = [
-        (i, j, part, estimate_text_tokens(part_text(part)))
-        for i, j, part in _tool_returns(messages)
-        if CLEARED_METADATA_KEY not in _metadata(part) and not any(iter_media(part.content))
-    ]
-    cap = _water_level([tokens for *_, tokens in candidates], excess)
-    result, changed = list(messages), False
-    for i, j, part, tokens in candidates:
-        content, cut = truncate_output(part.content, cap) if tokens > cap else (None, None)
-        if cut is None:
-            continue
-        changed = True
-        original = _metadata(part).get(TRUNCATED_METADATA_KEY) or {"tokens": tokens}
-        message = result[i]
-        assert isinstance(message, ModelRequest)
-        parts = list(message.parts)
-        parts[j] = replace(part, content=content, metadata={**_metadata(part), TRUNCATED_METADATA_KEY: original})
-        result[i] = replace(message, parts=parts)
-    return result if changed else messages
-
-
 class OverflowMixin(CompressionMixin):
     """The overflow half of the middleware (the fields it reads are the middleware's)."""
 
@@ -317,8 +274,12 @@ class OverflowMixin(CompressionMixin):
         tokens = await estimate(messages)
         if previous is not None:  # what was rejected is the previous retry: the next one must be smaller than both
             tokens = min(tokens, previous)
+        target = overflow_target(tokens, budget, numbers)
+        tool = self.expose_history_tool and store is not None
+        limit = target if numbers.limit is not None else budget  # a guessed target is no reason to cut the request
         ladder = Ladder(estimate, self.token_counter, budget, summarize, store, self._working_set_options(budget))
-        return tokens, await ladder.run(messages, tokens, overflow_target(tokens, budget, numbers))
+        ladder.history_tool, ladder.latest_request_limit = tool, limit
+        return tokens, await ladder.run(messages, tokens, target)
 
     async def _overflow_succeeded(self, state: RunState | None) -> None:
         """The request succeeded: report a recovery, if one was under way."""

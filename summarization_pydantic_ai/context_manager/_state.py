@@ -18,6 +18,7 @@ from .._events import OverflowRetry
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore, ensure_message_id
+from ._clamp import NewMessages, clamped_part_indices
 from ._truncate import TRUNCATED_METADATA_KEY
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class RunState:
     model: Any = None
     """The run's model (from its latest request): it summarizes a compaction that has no request to reuse (the
     reactive overflow path), with `RUN_MODEL`."""
+    clamp_seen: NewMessages = field(default_factory=NewMessages)
+    """The messages `max_part_tokens` looked at already (each part is clamped once, as it enters the history)."""
 
 
 REDUCTION_METADATA_KEYS = ("summarization_pydantic_ai.cleared", TRUNCATED_METADATA_KEY, "pydantic_deep.eviction")
@@ -245,7 +248,11 @@ async def _is_new_version(store: HistoryStore, message: ModelMessage) -> bool:
     old = recorded[-1]
     if len(old.parts) != len(message.parts) or type(old) is not type(message):
         return True
-    return any(a != b and not is_reduction(a, b) for a, b in zip(old.parts, message.parts, strict=True))
+    clamped = clamped_part_indices(message) - clamped_part_indices(old)
+    return any(
+        a != b and j not in clamped and not is_reduction(a, b)
+        for j, (a, b) in enumerate(zip(old.parts, message.parts, strict=True))
+    )
 
 
 def is_reduction(old: object, new: object) -> bool:

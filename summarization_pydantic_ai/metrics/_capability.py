@@ -36,6 +36,7 @@ _REDUCING = frozenset(
         "CompactionCompleted",
         "ContextReduced",
         "OverflowRecovered",
+        "PartsClamped",
         "ToolOutputTruncated",
         "ToolResultsCleared",
         "ToolResultsCompressed",

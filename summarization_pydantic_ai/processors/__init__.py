@@ -2,7 +2,7 @@
 
 from ._base import HistoryProcessor, request_overhead_tokens
 from ._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
-from ._limit_warner import WARNING_METADATA_KEY, LimitWarnerProcessor
+from ._limit_warner import WARNING_METADATA_KEY, LimitWarnerProcessor, WarnOn
 from ._sliding_window import SlidingWindowProcessor
 from ._summarization import SummarizationProcessor, make_summarizer
 
@@ -14,6 +14,7 @@ __all__ = [
     "LimitWarnerProcessor",
     "SlidingWindowProcessor",
     "SummarizationProcessor",
+    "WarnOn",
     "make_summarizer",
     "request_overhead_tokens",
 ]
