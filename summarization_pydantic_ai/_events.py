@@ -54,7 +54,7 @@ __all__ = [
 logger = logging.getLogger("summarization_pydantic_ai")
 
 
-WorkingSetKind: TypeAlias = Literal["latest_request", "pinned", "todo", "error", "tool_exchange"]
+WorkingSetKind: TypeAlias = Literal["latest_request", "pinned", "user_message", "todo", "error", "tool_exchange"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ class PreservedItem:
     """One entry of the working set a compaction kept verbatim (see "The working set")."""
 
     kind: WorkingSetKind
-    """`latest_request`, `pinned`, `todo` (the latest todo tool call and its result), `error`, `tool_exchange`."""
+    """`latest_request`, `pinned`, `user_message` (`keep_user_messages`), `todo` (the latest todo tool call and its
+    result), `error`, `tool_exchange`."""
     message_ids: tuple[str, ...]
     """The stable ids of its messages (messages without an id are not listed)."""
     messages: int

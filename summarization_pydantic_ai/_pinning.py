@@ -9,6 +9,7 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage
 
 from ._sizes import ContextSize
+from ._user_messages import check_keep_user_messages, user_messages_budget
 from ._windows import DEFAULT_MAX_TOKENS
 from ._working_set import DEFAULT_TODO_TOOLS, DEFAULT_WORKING_SET_FRACTION, WorkingSetOptions
 
@@ -31,6 +32,9 @@ class WorkingSetSettings:
     keep_tool_exchanges: int = 1
     """How many of the most recent tool exchanges (a response with calls and its results) are kept; the in-flight
     exchange, always kept, counts."""
+    keep_user_messages: int | bool = False
+    """Keep the user's own turns (requests of user prompts) verbatim through every compaction, newest first, up to
+    this many tokens of their own (`True`: a tenth of the token budget); a turn that does not fit is summarized."""
     _pins: set[str] = field(default_factory=set[str], repr=False, compare=False)
     """Shared with the per-run copies (`dataclasses.replace` passes the same set), so a pin applies at once."""
 
@@ -43,6 +47,7 @@ class WorkingSetSettings:
             value: Any = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        check_keep_user_messages(self.keep_user_messages)
         if isinstance(self.todo_tool_names, str):
             raise TypeError("todo_tool_names must be a sequence of tool names, e.g. ('write_todos',), not a string")
         self.todo_tool_names = tuple(self.todo_tool_names)
@@ -91,4 +96,5 @@ class WorkingSetSettings:
             errors=self.keep_errors,
             tool_exchanges=self.keep_tool_exchanges,
             max_messages=max_messages,
+            user_tokens=user_messages_budget(self.keep_user_messages, budget),
         )

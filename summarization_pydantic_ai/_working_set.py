@@ -33,6 +33,7 @@ from ._events import PreservedItem, WorkingSetKind
 from ._merged_pins import preserved_groups
 from ._messages import get_message_id, summary_part, validate_history
 from ._tokens import estimate_message_tokens
+from ._user_messages import user_turns
 
 __all__ = [
     "DEFAULT_TODO_TOOLS",
@@ -62,6 +63,8 @@ class WorkingSetOptions:
     errors: int = 1
     tool_exchanges: int = 1
     max_messages: int | None = None
+    user_tokens: int = 0
+    """`keep_user_messages`: the user turns of the span kept verbatim, newest first, within these tokens."""
     """Errors and tool exchanges are kept only while the compacted history stays at or below this many messages (a
     processor's message trigger, less room for the next exchange), so they never make the next request compact
     again. Pinned messages and the todo list are kept regardless."""
@@ -224,8 +227,8 @@ def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tup
 
 
 def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
-    """Every candidate, in priority order: latest request, pinned (history order), todo, errors and exchanges
-    (newest first); each unit once, under the highest priority that claims it."""
+    """Every candidate, in priority order: latest request, pinned (history order), user turns, todo, errors and
+    exchanges (newest first); each unit once, under the highest priority that claims it."""
     sel = _Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
     latest = latest_user_request_at(messages)
     if latest is not None and summary_part(messages[latest]) is None:
@@ -236,6 +239,12 @@ def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: Wor
             _add_groups(sel, i, message, options)
         elif pins and _is_pinned(message, options):
             sel.unit("pinned", i)
+    if options.user_tokens:
+        for at, number, turn in user_turns(messages, sel.lo, sel.hi):
+            if number is None:
+                sel.unit("user_message", at)
+            elif not _is_pinned(turn, options):  # a pinned turn was claimed as a pin
+                sel.units.append(_Unit("user_message", (at,), (turn,), True, group=(at, number)))
     todo, errors, exchanges = _recent(messages, options)
     for kind, found in (("todo", todo), ("error", errors), ("tool_exchange", exchanges)):
         for i in found:  # an entry a higher priority claimed already counts: it is in the working set
@@ -258,6 +267,7 @@ def apply_working_set(
     `None` when the latest request and the pinned messages are all the span holds (nothing left to summarize)."""
     sel = _select(messages, plan, options)
     remaining = options.tokens - sum(map(_part_tokens, plan.carried))
+    user_left = options.user_tokens  # user turns have a budget of their own
     room = _message_room(messages, plan, options.max_messages)
     latest_moves = bool(plan.carried) or any(u.kind == "latest_request" and u.movable for u in sel.units)
     taken: list[_Unit] = []
@@ -269,11 +279,14 @@ def apply_working_set(
         elif unit.kind == "latest_request" and len(unit.indices) == 1:
             items.append(unit.item(moved=True))  # carried by the summary request (plan.carried)
         elif unit.kind == "latest_request" or (
-            unit.tokens <= remaining
-            and (unit.kind in ("pinned", "todo") or _added_messages(unit) <= room)
+            unit.tokens <= (user_left if unit.kind == "user_message" else remaining)
+            and (unit.kind in ("pinned", "todo", "user_message") or _added_messages(unit) <= room)
             and not (latest_moves and not _joins_summary(unit) and _has_prompt(unit))
         ):
-            remaining -= unit.tokens
+            if unit.kind == "user_message":
+                user_left -= unit.tokens
+            else:
+                remaining -= unit.tokens
             room -= _added_messages(unit)
             taken.append(unit)
             items.append(unit.item(moved=True))
@@ -309,13 +322,13 @@ def apply_working_set(
     )
 
 
-_ORDER = {"latest_request": 1, "pinned": 2, "todo": 3, "error": 4, "tool_exchange": 5}
+_ORDER = {"latest_request": 1, "pinned": 2, "user_message": 3, "todo": 4, "error": 5, "tool_exchange": 6}
 
 
 def _placement(unit: _Unit) -> tuple[int, tuple[int, ...], tuple[int, int]]:
     """Pinned requests first (they join the summary's user turn), then the latest request with its tool exchange,
     the other pinned messages, the todo list, errors and exchanges; each kind in history order."""
-    first = 0 if unit.kind == "pinned" and _joins_summary(unit) else _ORDER[unit.kind]
+    first = 0 if unit.kind in ("pinned", "user_message") and _joins_summary(unit) else _ORDER[unit.kind]
     return first, unit.indices, unit.group or (0, 0)
 
 
