@@ -59,6 +59,8 @@ PART_KINDS: tuple[PartKind, ...] = ("text", "tool_call_args", "tool_return", "us
 
 _MIN_CUT_TOKENS = 64
 """A cut never goes below this: the marker itself takes about 40 tokens."""
+_MIN_ITEM_TOKENS = 16
+"""One text item of a prompt with several may be cut to this (a bare marker)."""
 
 
 def original_pointer(message_id: str | None, *, history_tool: bool = False) -> str:
@@ -122,9 +124,14 @@ def clamp_message(
     parts: list[Any] = list(message.parts)
     clamped: list[ClampedPart] = []
     for j, part, tokens in oversized:
-        parts[j] = _clamp_part(part, max(keep, _MIN_CUT_TOKENS), note)
-        after = clampable_tokens(parts[j])
+        cut = _clamp_part(part, max(keep, _MIN_CUT_TOKENS), note)
+        after = clampable_tokens(cut)
+        if after >= tokens:
+            continue  # nothing could be cut (e.g. many short text items): the part stays as it was
+        parts[j] = cut
         clamped.append(ClampedPart(message_index, j, str(part_kind(part)), tokens, after, message_id))
+    if not clamped:
+        return message, []
     entries: list[Any] = list((message.metadata or {}).get(CLAMPED_METADATA_KEY) or [])
     entries += [{"part": c.part_index, "kind": c.kind, "tokens": c.tokens_before} for c in clamped]
     metadata = {**(message.metadata or {}), CLAMPED_METADATA_KEY: entries}
@@ -151,7 +158,7 @@ def _clamp_prompt(content: Any, keep: int, note: str) -> Any:
         return truncate_text(content, keep, pointer=note)[0]
     items: list[Any] = list(content)
     sizes = [estimate_text_tokens(item) if isinstance(item, str) else 0 for item in items]
-    cap = water_level(sizes, sum(sizes) - keep, floor=_MIN_CUT_TOKENS)
+    cap = water_level(sizes, sum(sizes) - keep, floor=_MIN_ITEM_TOKENS)
     return [
         truncate_text(item, cap, pointer=note)[0] if size > cap else item
         for item, size in zip(items, sizes, strict=True)
