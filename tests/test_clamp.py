@@ -99,6 +99,7 @@ async def test_every_kind_of_oversized_part_is_cut_in_place_and_pair_safe() -> N
     assert estimate_text_tokens(call_dict.args["content"]) <= 500
     assert set(json.loads(call_json.args)) == set(write)  # a JSON string stays a JSON string
     assert isinstance(call_text.args, str) and len(call_text.args) < 3_000
+    assert list(json.loads(call_text.args)) == ["_clamped"]  # invalid JSON became valid arguments
     assert [c.tool_call_id for c in response.parts[2:]] == ["w1", "w2", "r1"]
     assert results.parts[0] is history[2].parts[0] and len(results.parts[1].content) < 3_000
     message_id = get_message_id(history[1])

@@ -167,26 +167,31 @@ def _clamp_prompt(content: Any, keep: int, note: str) -> Any:
 
 def _clamp_args(args: Any, keep: int, note: str) -> Any:
     """Arguments keep their shape: the longest string values are cut (by water level), so they stay a JSON object
-    (or a JSON string, when they were one). Arguments that are not a JSON object are cut as text, and an object
-    still too large after that (huge numbers or lists) becomes `{"_clamped": "<head and tail of its JSON>"}`."""
+    (or a JSON string, when they were one). Arguments that are not a JSON object (invalid JSON, a list), or an
+    object still too large after that (huge numbers or lists), become `{"_clamped": "<head and tail>"}`: valid
+    function arguments for every provider."""
     data: Any = args
     if isinstance(args, str):
         try:
             data = json.loads(args)
         except ValueError:
-            return truncate_text(args, keep, pointer=note)[0]
-    if not isinstance(data, dict):
-        return truncate_text(args if isinstance(args, str) else json.dumps(data, default=str), keep, pointer=note)[0]
-    obj = cast(dict[str, Any], data)
-    leaves: list[int] = []
-    _collect(obj, leaves)
-    text = json.dumps(obj, ensure_ascii=False, default=str)
-    cap = water_level(leaves, estimate_text_tokens(text) - keep, floor=_MIN_CUT_TOKENS)
-    cut = _cut_leaves(obj, cap, note)
-    text = json.dumps(cut, ensure_ascii=False, default=str)
-    if estimate_text_tokens(text) > 2 * keep:
+            data = None
+    if isinstance(data, dict):
+        obj = cast(dict[str, Any], data)
+        leaves: list[int] = []
+        _collect(obj, leaves)
+        cap = water_level(leaves, estimate_text_tokens(_json(obj)) - keep, floor=_MIN_CUT_TOKENS)
+        cut: dict[str, Any] = _cut_leaves(obj, cap, note)
+        text = _json(cut)
+    else:
+        cut, text = {}, args if isinstance(args, str) else _json(args)
+    if not cut or estimate_text_tokens(text) > 2 * keep:
         cut = {"_clamped": truncate_text(text, keep, pointer=note)[0]}
-    return json.dumps(cut, ensure_ascii=False) if isinstance(args, str) else cut
+    return _json(cut) if isinstance(args, str) else cut
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _collect(value: Any, sizes: list[int]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, get_args
 
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
@@ -45,14 +45,7 @@ Step = Literal[
     "slide_window",
     "clamp_latest_request",
 ]
-LADDER: tuple[Step, ...] = (
-    "clear_tool_results",
-    "truncate_tool_returns",
-    "clamp_oversized_parts",
-    "summarize",
-    "slide_window",
-    "clamp_latest_request",
-)
+LADDER: tuple[Step, ...] = get_args(Step)
 """The steps, mildest first; each runs only while the estimate is still above the target."""
 
 _MARKER_TOKENS = 40
