@@ -88,6 +88,55 @@ async def test_a_pending_exchange_of_other_tools_stays_with_the_current_phase() 
     assert await phases.read_phase("setup") is not None
 
 
+async def test_a_checkpoint_applied_later_keeps_the_step_that_completed_the_phase() -> None:
+    """The model ran the tests and marked the phase done in one step; the checkpoint waited (a cost policy) while
+    the next phase began. The step with the test result stays after the checkpoint, with the current exchange."""
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("Fix the rounding bug, then tidy the docs")]),
+        ModelResponse(parts=[ToolCallPart("edit_file", {"path": "money.py"}, "e1")]),
+        ModelRequest(parts=[ToolReturnPart("edit_file", "Edited money.py", "e1")]),
+        ModelResponse(
+            parts=[
+                ToolCallPart("run_tests", {}, "t1"),
+                ToolCallPart("complete_phase", {"name": "fix", "state": {"bug": "fixed"}}, "c1"),
+            ]
+        ),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("run_tests", "==== 1664 passed in 27.37s ====", "t1"),
+                ToolReturnPart("complete_phase", "Phase 'fix' marked done.", "c1"),
+            ]
+        ),
+        ModelResponse(parts=[ToolCallPart("read_file", {"path": "README.md"}, "r1")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "# ledger", "r1")]),
+        ModelResponse(parts=[ToolCallPart("grep", {"pattern": "TODO"}, "g1")]),
+        ModelRequest(parts=[ToolReturnPart("grep", "docs/index.md:3: TODO", "g1")]),
+    ]
+    phases = PhaseCheckpoints()
+    phases.mark_done("fix", state={"bug": "fixed"})
+    result = await phases(messages)
+
+    assert validate_history(result) == []
+    assert result[1:] == [*messages[3:5], *messages[7:]]  # the closing step, then the current exchange
+    assert "Completed phases: fix." in str(result[0].parts[-1].content)  # type: ignore[union-attr]
+    assert (await phases.read_phase("fix")).messages == [*messages[1:3], *messages[5:7]]
+
+
+async def test_a_later_checkpoint_archives_a_step_that_only_completed_the_phase() -> None:
+    messages = history()[:4]
+    messages += [
+        ModelResponse(parts=[ToolCallPart("complete_phase", {"name": "flights"}, "c1")]),
+        ModelRequest(parts=[ToolReturnPart("complete_phase", "Phase 'flights' marked done.", "c1")]),
+        ModelResponse(parts=[ToolCallPart("search_hotels", {"in": "Oslo"}, "h1")]),
+        ModelRequest(parts=[ToolReturnPart("search_hotels", "Hotel Bristol", "h1")]),
+    ]
+    phases = PhaseCheckpoints()
+    phases.mark_done("flights")
+    result = await phases(messages)
+    assert validate_history(result) == []
+    assert result[1:] == messages[6:]  # the phase tool's own exchange went with the phase it closed
+
+
 def test_mark_done_refuses_bad_input() -> None:
     phases = PhaseCheckpoints(phases=["login", "cart"])
     with pytest.raises(ValueError, match="unknown phase 'pay'"):

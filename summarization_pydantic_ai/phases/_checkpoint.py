@@ -179,7 +179,14 @@ def plan_rebuild(
     # The phase tool's own exchange is archived only when a user prompt opens the rebuilt history without it.
     with_prompt = any(isinstance(p, UserPromptPart) for p in instructions)
     tail_start = max(_tail_start(messages, head_end, tool_name if with_prompt else None), head_end)
-    archived, tail = list(messages[head_end:tail_start]), messages[tail_start:]
+    step = _closing_step(messages, head_end, tail_start, tool_name)
+    kept_step = list(messages[step[0] : step[1]]) if step else []
+    archived = (
+        [*messages[head_end : step[0]], *messages[step[1] : tail_start]]
+        if step
+        else list(messages[head_end:tail_start])
+    )
+    tail = messages[tail_start:]
     last = _last_response(messages)
     if carried and last is not None and last >= head_end:
         # The previous checkpoint carried the prompt that opened the phase now done: archived with the phase.
@@ -187,7 +194,7 @@ def plan_rebuild(
         carried = []
     prelude = previous.prelude if kept is not None else _summaries_text(head)
     rest = list(tail)
-    while rest and isinstance(request := rest[0], ModelRequest):
+    while not kept_step and rest and isinstance(request := rest[0], ModelRequest):
         rest.pop(0)  # new input joins the checkpoint request (one user turn); a summary in it ends the old phase
         summaries = [p for p in request.parts if isinstance(p, CompactionPart)]
         carried += [p for p in request.parts if not isinstance(p, CompactionPart)]
@@ -204,7 +211,26 @@ def plan_rebuild(
         parts=[*instructions, part, *carried],
         instructions=last_request.instructions if last_request is not None else None,
     )
-    return Rebuild([checkpoint, *rest], checkpoint, archived, phases)
+    return Rebuild([checkpoint, *kept_step, *rest], checkpoint, archived, phases)
+
+
+def _closing_step(
+    messages: Sequence[ModelMessage], head_end: int, tail_start: int, phase_tool: str | None
+) -> tuple[int, int] | None:
+    """The step that marked the latest pending phase done, when it did more than that (it ran the tests, say) and
+    is no longer the current exchange (a cost policy deferred the checkpoint): its response and results, which
+    the checkpoint keeps after itself (`None` otherwise). The phase's outcome is in them."""
+    if phase_tool is None:
+        return None
+    answered = {p.tool_call_id for m in messages[head_end:] for p in m.parts if isinstance(p, ToolReturnPart)}
+    for start in range(tail_start - 1, head_end - 1, -1):
+        calls = [p for p in messages[start].parts if isinstance(p, ToolCallPart)]
+        if any(c.tool_name == phase_tool and c.tool_call_id in answered for c in calls):
+            if all(c.tool_name == phase_tool for c in calls):
+                return None  # it only closed the phase: archived with it
+            end = next((i for i in range(start + 1, tail_start) if isinstance(messages[i], ModelResponse)), None)
+            return None if end is None else (start, end)
+    return None
 
 
 def _after_checkpoint(head: Sequence[ModelMessage], kept: int | None) -> list[ModelRequestPart]:
