@@ -20,7 +20,7 @@ in the working context.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Any, cast
@@ -105,17 +105,7 @@ def supersede_outputs(
     stale = _superseding_calls(messages, read_tools, snapshot_tools)
     if not stale:
         return messages
-    result: list[ModelMessage] | None = None
-    for i in range(start, _latest_exchange(messages)):
-        message = messages[i]
-        if not isinstance(message, ModelRequest):
-            continue
-        parts = [_pointer(p, stale) if isinstance(p, ToolReturnPart) else p for p in message.parts]
-        if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
-            if result is None:
-                result = list(messages)
-            result[i] = replace(message, parts=parts)
-    return messages if result is None else result
+    return _replace_returns(messages, start, lambda part: _pointer(part, stale))
 
 
 def _pointer(part: ToolReturnPart, stale: dict[str, tuple[str, str]]) -> ToolReturnPart:
@@ -153,18 +143,25 @@ def thin_outputs(
     within `max_chars` (failed calls and already thinned outputs untouched). The input list itself when nothing
     changed."""
     result = supersede_outputs(messages, read_tools=read_tools, snapshot_tools=snapshot_tools)
-    end = _latest_exchange(result)
-    changed: list[ModelMessage] | None = None
-    for i in range(end):
-        message = result[i]
+    return _replace_returns(result, 0, lambda part: _thinned(part, max_chars))
+
+
+def _replace_returns(
+    messages: list[ModelMessage], start: int, replace_part: Callable[[ToolReturnPart], ToolReturnPart]
+) -> list[ModelMessage]:
+    """`messages` with each tool return from `start` up to the latest exchange passed through `replace_part`; the
+    input list itself when no part changed (a changed message is a new object, the others are the same)."""
+    result: list[ModelMessage] | None = None
+    for i in range(start, _latest_exchange(messages)):
+        message = messages[i]
         if not isinstance(message, ModelRequest):
             continue
-        parts = [_thinned(p, max_chars) if isinstance(p, ToolReturnPart) else p for p in message.parts]
+        parts = [replace_part(p) if isinstance(p, ToolReturnPart) else p for p in message.parts]
         if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
-            if changed is None:
-                changed = list(result)
-            changed[i] = replace(message, parts=parts)
-    return changed if changed is not None else result
+            if result is None:
+                result = list(messages)
+            result[i] = replace(message, parts=parts)
+    return messages if result is None else result
 
 
 def _latest_exchange(messages: Sequence[ModelMessage]) -> int:
