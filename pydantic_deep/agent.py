@@ -35,6 +35,7 @@ from summarization_pydantic_ai import (
 )
 from summarization_pydantic_ai.strategies import ContextConfig
 
+from ._sizing import context_window, default_cache_policy, default_eviction
 from .deps import DeepAgentDeps
 from .eviction import EvictedOutputIndexer, EvictionProcessor
 from .filesystem import DEFAULT_HIDDEN_DIRS, FilesystemToolset
@@ -139,13 +140,15 @@ def _refuse_tool_name_conflicts(middleware: ContextManagerMiddleware | None, too
 
 
 def _default_middleware(
-    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None
+    context: ContextConfig | None, model: Any, counter: TokenCounter, storage: Storage | None, window: int | None
 ) -> Any:
     """The factory of the default context manager (the strategy's, when there is one), keeping the session where
-    `storage` says: messages.json in the session layout, or the storage's database."""
+    `storage` says: messages.json in the session layout, or the storage's database. Without a strategy it works
+    against `window` (`None`: the run's model's) and plans its compactions with the model's cache prices."""
     source = _history_source(storage)
     if context is None:
-        return lambda: ContextManagerMiddleware(**source, token_counter=counter)
+        policy = default_cache_policy(model)
+        return lambda: ContextManagerMiddleware(**source, token_counter=counter, max_tokens=window, cache_policy=policy)
     return lambda: context.middleware(model, **source, token_counter=counter)
 
 
@@ -195,6 +198,7 @@ def create_deep_agent(
     capabilities: Sequence[AbstractCapability[Any]] = (),
     context: ContextConfig | None = None,
     store: str | os.PathLike[str] | Storage | None = None,
+    max_tokens: int | None = None,
     **agent_kwargs: Any,
 ) -> Agent[DeepAgentDeps, Any]:
     """Build an agent with file tools, todos, eviction and the context manager, in the documented order.
@@ -211,7 +215,9 @@ def create_deep_agent(
         agent_driven: an `AgentDrivenCompression`, `True` for one that reads the memory file on `deps.backend`
             (where `write_file` writes it), measures with the context manager's counter (usage-anchored when the
             context manager is the default one) and records and falls back through it, or off.
-        eviction: an `EvictionProcessor`, `True` for the defaults (20,000 tokens, `/large_tool_results/`), or off.
+        eviction: an `EvictionProcessor`, `True` for the defaults (`/large_tool_results/`; outputs above a tenth of
+            the context window when it is known, at most 20,000 tokens, and a step's outputs together above a
+            quarter of it), or off.
         memory: an `AgentMemoryToolset`, `True` for one in the run's session layout
             (`<deps.base_dir>/<deps.agent_name>/MEMORY.md`; with `base_dir=None`, on `deps.backend`), or off.
         history_search: a `HistoryArchiveSearch`, `True` for one over the run's session file, or off.
@@ -229,6 +235,9 @@ def create_deep_agent(
             (`open_storage(url)`). The default context manager, memory and history search then keep each run's
             session (`deps.session_id`) there instead of `<deps.base_dir>/sessions/<id>/messages.json`. `None`:
             messages.json in the session layout.
+        max_tokens: the model's context window, when genai-prices does not know it (or a smaller one to work
+            within): the default context manager works against it and the default eviction scales with it. With
+            `context=`, set it on the `ContextConfig`; with your own context manager, on that.
         **agent_kwargs: passed to `Agent` (e.g. `output_type`, `name`, `retries`).
 
     Example:
@@ -241,13 +250,14 @@ def create_deep_agent(
     counter: TokenCounter = UsageAnchoredCounter() if agent_driven else count_tokens_approximately
     _check_context(context, context_manager)
     storage = store if isinstance(store, Storage) or store is None else open_storage(store)
+    window = context_window(model, max_tokens, context, context_manager)
     middleware = _pick(
         context_manager,
         ContextManagerMiddleware,
-        _default_middleware(context, model, counter, storage),
+        _default_middleware(context, model, counter, storage, max_tokens),
         "context_manager",
     )
-    evictor = _pick(eviction, EvictionProcessor, EvictionProcessor, "eviction")
+    evictor = _pick(eviction, EvictionProcessor, lambda: default_eviction(window), "eviction")
     if evictor is not None and middleware is not None and middleware.max_tool_output_tokens is not None:
         raise ValueError(
             "ContextManagerMiddleware.max_tool_output_tokens would cut tool outputs before eviction saves them "

@@ -37,6 +37,7 @@ from ._policy import (
 from ._previews import mark_removed, watch_new_previews, with_replacements
 from ._previews import metadata_of as _metadata
 from ._run_state import RunState
+from ._step import largest_over_step, page_lines
 from ._store import EvictionArchive
 
 __all__ = ["EvictionProcessor"]
@@ -75,6 +76,10 @@ class EvictionProcessor(AbstractCapability[Any]):
     retention: RetentionPolicy | None = field(default_factory=RetentionPolicy)
     preview_chars: int = 2_000
     event_callback: EventCallback | None = None
+    step_token_limit: int | None = None
+    """The most the outputs of one step (the tool returns answering one model response) may take together: above
+    it the largest are evicted too, even under `token_limit`, until the rest fit (parallel calls whose outputs
+    each pass `token_limit` can still fill the window together). `None`: outputs are judged one by one."""
     _run: RunState | None = field(default=None, init=False, repr=False)
     _archives: dict[int, EvictionArchive] = field(default_factory=dict[int, EvictionArchive], init=False, repr=False)
     _archive_requests: set[str] = field(default_factory=set[str], init=False, repr=False)
@@ -83,6 +88,8 @@ class EvictionProcessor(AbstractCapability[Any]):
     def __post_init__(self) -> None:
         if self.token_limit < 1:
             raise ValueError(f"token_limit must be positive, got {self.token_limit}")
+        if self.step_token_limit is not None and self.step_token_limit < 1:
+            raise ValueError(f"step_token_limit must be positive or None, got {self.step_token_limit}")
         if self.preview_chars < 200:
             raise ValueError(f"preview_chars must be at least 200, got {self.preview_chars}")
         normalize_path(self.eviction_path)  # a bad path fails here, not at the first eviction
@@ -164,9 +171,10 @@ class EvictionProcessor(AbstractCapability[Any]):
                 logger.info("eviction retention removed %d old files", len(removed))
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # as read_file numbers them
         preview = make_preview(printable(text), kind, max_chars=self.preview_chars)
+        page = page_lines(lines, tokens, self._limit(policy))  # a page read back is not evicted again
         note = (
             f"\n\n[The full output ({tokens:,} tokens, {lines:,} line{'' if lines == 1 else 's'}) was saved to {path}. "
-            f'Read it with read_file(path="{path}", offset=0, limit=200) and page on with a larger offset.]'
+            f'Read it with read_file(path="{path}", offset=0, limit={page}) and page on with a larger offset.]'
         )
         metadata = {"path": path, "tokens": tokens, "lines": lines, "kind": kind, "state": "archived"}
         return preview + note, metadata
@@ -256,6 +264,8 @@ class EvictionProcessor(AbstractCapability[Any]):
             for j, part in enumerate(message.parts):
                 if isinstance(part, ToolReturnPart) and (found := self._candidate(i, j, part, state, backend)):
                     await self._visit(i, j, part, *found, replacements, messages)
+        if self.step_token_limit is not None and backend is not None and messages:
+            await self._fit_step(messages, backend, replacements)
         for call_id, i in list(state.pending.items()):
             await self._maybe_archive(messages, call_id, i, state, backend, replacements)
         if backend is not None:
@@ -317,6 +327,24 @@ class EvictionProcessor(AbstractCapability[Any]):
         else:
             metadata = {**_metadata(part.metadata), EVICTION_METADATA_KEY: evicted[1]}
             replacements[(i, j)] = replace(part, content=evicted[0], metadata=metadata)
+
+    async def _fit_step(
+        self,
+        messages: list[ModelMessage],
+        backend: BackendProtocol,
+        replacements: dict[tuple[int, int], ToolReturnPart],
+    ) -> None:
+        """The step about to be sent (the last request; no request has cached it yet): its largest outputs are
+        evicted until together they fit `step_token_limit`."""
+        i = len(messages) - 1
+        request = messages[i]
+        assert self.step_token_limit is not None
+        while isinstance(request, ModelRequest) and (
+            found := largest_over_step(request, i, replacements, self.step_token_limit)
+        ):
+            j, part, text = found
+            policy = replace(self.policy_for(part.tool_name), mode="evict")
+            await self._visit(i, j, part, text, policy, backend, replacements, messages)  # marks it either way
 
     async def _maybe_archive(
         self,
