@@ -24,25 +24,36 @@ from pydantic_ai.messages import (
 
 from ._compaction_plan import CompactionPlan, latest_user_request_at
 from ._cutoff import find_safe_cutoff, head_count, safe_head_end
+from ._estimate import (
+    CHARS_PER_TOKEN,
+    MESSAGE_OVERHEAD_TOKENS,
+    PART_OVERHEAD_TOKENS,
+    approx_message_tokens,
+    estimate_text_tokens,
+)
 from ._events import CompactionCompleted
 from ._merged_pins import merge_into_summary
 from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._sizes import normalize_keep_head
-from ._tokens import estimate_message_tokens
+from ._tokens import count_tokens_approximately
 from ._working_set import WorkingSetOptions, apply_working_set
 from .cost._records import SUMMARIZER_USAGE_KEY, collect_summarizer_usage
 from .summarize import DeterministicSummarizer, Summarizer, SummaryRequest
+from .summarize._latest import refers_to_latest
 from .summarize._models import ModelUnavailable
 from .summarize._protocol import LiveRequest
 from .summarize._validate import DEFAULT_REQUIRED_SECTIONS, complete_summary, summary_problems, touched_paths
 
 __all__ = [
+    "NOT_SMALLER",
     "CompactionPlan",
     "SummaryOutcome",
     "WarnOnce",
     "assemble",
     "plan_compaction",
+    "shrinks",
     "summarize_with_fallback",
+    "summary_room",
 ]
 
 logger = logging.getLogger("summarization_pydantic_ai")
@@ -165,10 +176,15 @@ async def summarize_with_fallback(
         live=live,
         window_tokens=window_tokens,
         kept_messages=kept_messages,
+        # Every plan keeps the latest request verbatim: before or after the span, moved with the working set, or
+        # carried by the summary's request (`plan.carried`). A long one is therefore referred to, not copied.
+        latest_request_kept=True,
     )
+    # A long request stays where the working context keeps it: the summary need not (and should not) repeat it.
+    required_latest = None if refers_to_latest(latest_request, kept=True) else latest_request
     started = time.perf_counter()
     with collect_summarizer_usage() as calls:
-        outcome = await _summarize(plan, summarizer, request, latest_request, fallback, required_sections, warning)
+        outcome = await _summarize(plan, summarizer, request, required_latest, fallback, required_sections, warning)
     return replace(outcome, duration_s=time.perf_counter() - started, usage=tuple(calls))
 
 
@@ -182,8 +198,11 @@ async def _summarize(
     warning: WarnOnce | None,
 ) -> SummaryOutcome:
     paths = touched_paths(plan.span)
+    if fallback is None:  # a configured deterministic summarizer (its `max_chars`) is its own fallback
+        fallback = summarizer if isinstance(summarizer, DeterministicSummarizer) else DeterministicSummarizer()
     reasons: list[str] = []
-    if not isinstance(summarizer, DeterministicSummarizer):
+    asked = summary_room(plan, _MIN_SUMMARY_TOKENS) >= _MIN_SUMMARY_TOKENS
+    if not isinstance(summarizer, DeterministicSummarizer) and asked:
         for _ in range(2):
             try:
                 text = await _checked_summary(summarizer, request, plan, required_sections, latest_request)
@@ -194,9 +213,19 @@ async def _summarize(
                 reasons.append(f"{type(exc).__name__}: {exc}")
                 continue
             text = complete_summary(text, required_sections=(), latest_request=None, paths=paths)
+            try:
+                _check_summary_size(text, plan, summarizer)
+            except ValueError as exc:  # the touched paths it lacked made it too long
+                reasons.append(f"{type(exc).__name__}: with the touched file paths, {exc}")
+                break
             return SummaryOutcome(text, summarizer_name(summarizer), 0.0)
         (warning or WarnOnce()).warn(summarizer_name(summarizer), reasons[-1])
-    fallback = fallback or DeterministicSummarizer()
+    elif not isinstance(summarizer, DeterministicSummarizer):
+        reasons.append("the span is too small for a summary to make the context smaller: the summarizer was not asked")
+    # The deterministic summary is sized to what it replaces (and to its own budget, `max_chars`).
+    room = summary_room(plan, fallback.max_chars // CHARS_PER_TOKEN)
+    if fallback.max_chars > room * CHARS_PER_TOKEN:
+        fallback = replace(fallback, max_chars=room * CHARS_PER_TOKEN)
     text = complete_summary(
         fallback.summarize_sync(request),
         required_sections=required_sections,
@@ -225,27 +254,55 @@ async def _checked_summary(
     return text
 
 
+_MIN_SUMMARY_TOKENS = 60
+"""Below this room a summary with its section headings cannot make the context smaller: no model is asked."""
+
+
 def _text_tokens(text: str) -> int:
-    return estimate_message_tokens(ModelRequest(parts=[UserPromptPart(text)]))
+    return estimate_text_tokens(text)
+
+
+def summary_room(plan: CompactionPlan, limit: int) -> int:
+    """How many tokens (estimated) a summary's text may take so that the compaction leaves fewer tokens than it
+    found, at most `limit`: what it replaces (the span, the earlier summaries) less what stays (the carried latest
+    request, the split-off system prompt) and the summary message's own overhead. Counted only up to `limit`, so
+    a long span costs no more than a short one."""
+    room = -(MESSAGE_OVERHEAD_TOKENS + PART_OVERHEAD_TOKENS) - sum(map(_part_tokens, plan.carried))
+    if plan.system_head is not None:
+        room -= approx_message_tokens(plan.system_head)
+    room += sum(_text_tokens(text) + MESSAGE_OVERHEAD_TOKENS + PART_OVERHEAD_TOKENS for text in plan.previous_summaries)
+    for message in plan.span:
+        if room >= limit:
+            return limit
+        room += approx_message_tokens(message)
+    return max(min(room, limit), 0)
+
+
+def _part_tokens(part: ModelRequestPart) -> int:
+    return approx_message_tokens(ModelRequest(parts=[part])) - MESSAGE_OVERHEAD_TOKENS
+
+
+NOT_SMALLER = "the summary would not make the history smaller"
+"""The reason of the `CompactionSkipped` event of a compaction that was not committed because of its size."""
+
+
+def shrinks(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> bool:
+    """Whether a compaction leaves fewer tokens (estimated) than it found. One that does not is never committed:
+    it would rewrite the provider's cached prefix and save nothing."""
+    return count_tokens_approximately(after) < count_tokens_approximately(before)
 
 
 def _check_summary_size(text: str, plan: CompactionPlan, summarizer: Summarizer) -> None:
-    """A summary that is longer than what it replaces (or than the summarizer's `max_summary_tokens`) would grow
-    the context it was meant to shrink: refuse it, so the deterministic fallback is used instead."""
-    if isinstance(summarizer, DeterministicSummarizer):
-        return  # it quotes and counts the span: bounded by construction
+    """A summary longer than its room (what it replaces, less what stays), or than the summarizer's
+    `max_summary_tokens`, would grow the context it was meant to shrink: refuse it, so the deterministic
+    fallback (sized to the room) is used instead."""
     tokens = _text_tokens(text)
     limit = getattr(summarizer, "max_summary_tokens", None)
     if isinstance(limit, int) and tokens > limit:
         raise ValueError(f"the summary has about {tokens:,} tokens, over max_summary_tokens={limit:,}")
-    # Counted only until it exceeds the summary (a summary is usually far shorter than a long span).
-    replaced = sum(map(_text_tokens, plan.previous_summaries))
-    for message in plan.span:
-        if replaced >= tokens:
-            return
-        replaced += estimate_message_tokens(message)
-    if tokens > replaced:
-        raise ValueError(f"the summary has about {tokens:,} tokens, more than the {replaced:,} it would replace")
+    room = summary_room(plan, tokens)
+    if tokens > room:
+        raise ValueError(f"the summary has about {tokens:,} tokens, more than the {room:,} it may take")
 
 
 def build_summary_message(plan: CompactionPlan, outcome: SummaryOutcome, *, focus: str | None) -> ModelRequest:

@@ -31,12 +31,14 @@ from summarization_pydantic_ai import (
     validate_history,
 )
 
+FLIGHTS = "\n".join(f"SK{100 + i} at {6 + i}:00, {90 + 10 * i} EUR, {i % 2} stop(s)" for i in range(12))
+
 
 def history() -> list[ModelMessage]:
     return [
         ModelRequest(parts=[SystemPromptPart("Be brief."), UserPromptPart("Plan a trip")]),
         ModelResponse(parts=[ToolCallPart("search_flights", {"to": "Oslo"}, "f1")]),
-        ModelRequest(parts=[ToolReturnPart("search_flights", "SK123 at 9:00, 120 EUR", "f1")]),
+        ModelRequest(parts=[ToolReturnPart("search_flights", FLIGHTS, "f1")]),
         ModelResponse(parts=[TextPart("Booked SK123.")]),
         ModelRequest(parts=[UserPromptPart("Now find a hotel")]),
     ]
@@ -79,12 +81,17 @@ async def test_plain_form_keeps_the_new_prompt_and_archives_in_memory() -> None:
 
 
 async def test_a_pending_exchange_of_other_tools_stays_with_the_current_phase() -> None:
-    messages = history()[:3]  # the search call's result is what the next request answers
+    messages = [
+        history()[0],
+        ModelResponse(parts=[TextPart("Checking the dates first. " * 20)]),
+        ModelRequest(parts=[UserPromptPart("Leave on Friday")]),
+        *history()[1:3],  # the search call's result is what the next request answers
+    ]
     phases = PhaseCheckpoints()
     phases.mark_done("setup")
     result = await phases(messages)
     assert validate_history(result) == []
-    assert result[1:] == messages[1:]  # the in-flight exchange is kept whole
+    assert result[1:] == messages[3:]  # the in-flight exchange is kept whole
     assert await phases.read_phase("setup") is not None
 
 
@@ -135,6 +142,28 @@ async def test_a_later_checkpoint_archives_a_step_that_only_completed_the_phase(
     result = await phases(messages)
     assert validate_history(result) == []
     assert result[1:] == messages[6:]  # the phase tool's own exchange went with the phase it closed
+
+
+async def test_a_checkpoint_that_would_grow_the_context_waits_for_the_next_phase() -> None:
+    messages = [
+        ModelRequest(parts=[UserPromptPart("Plan a trip")]),
+        ModelResponse(parts=[TextPart("Where to?")]),
+        ModelRequest(parts=[UserPromptPart("Oslo")]),
+    ]
+    events: list[ContextEvent] = []
+    phases = PhaseCheckpoints(event_callback=events.append)
+    phases.mark_done("setup", state={"destination": "Oslo"}, objectives=["pick a destination"])
+    assert await phases(messages) is messages  # the checkpoint is larger than the two short messages it replaces
+    assert [p.name for p in phases.pending] == ["setup"] and not events
+    longer = [*messages, ModelResponse(parts=[TextPart("Found flights. " + FLIGHTS)])]
+    longer.append(ModelRequest(parts=[UserPromptPart("Book the cheapest")]))
+    assert await phases(longer) is longer  # not retried at every request: it waits for the next phase
+    phases.mark_done("flights", state={"flight": "SK100"})
+    [checkpoint] = await phases(longer)
+    assert "Completed phases: setup, flights." in str(checkpoint.parts[-2].content)  # type: ignore[union-attr]
+    assert phases.pending == () and [e.phases for e in events if isinstance(e, PhaseCheckpointed)] == [
+        ("setup", "flights")
+    ]
 
 
 def test_mark_done_refuses_bad_input() -> None:

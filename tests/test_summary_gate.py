@@ -40,11 +40,14 @@ from summarization_pydantic_ai.summarize._validate import complete_summary, summ
 LATEST = "Now rename `load()` to `read_config()` everywhere, keep the old name as an alias."
 
 
+LOADER = "\n".join(f"def load_{i}(path):\n    return parse(path, section={i})" for i in range(40))
+
+
 def history() -> list[ModelMessage]:
     return [
         ModelRequest(parts=[UserPromptPart("Fix the config loader in src/config/loader.py")]),
         ModelResponse(parts=[ToolCallPart("read_file", {"path": "src/config/loader.py"}, tool_call_id="c1")]),
-        ModelRequest(parts=[ToolReturnPart("read_file", "def load(): ...", tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", LOADER, tool_call_id="c1")]),
         ModelResponse(parts=[ToolCallPart("edit_file", {"file_path": "src/config/defaults.toml"}, tool_call_id="c2")]),
         ModelRequest(parts=[ToolReturnPart("edit_file", "ok", tool_call_id="c2")]),
         ModelResponse(parts=[TextPart("Fixed the loader.")]),

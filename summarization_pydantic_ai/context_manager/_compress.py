@@ -14,10 +14,12 @@ from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, Sys
 
 from .._cache_policy import CachePolicy
 from .._compaction import (
+    NOT_SMALLER,
     assemble_merged,
     build_summary_message,
     completed_event,
     plan_compaction,
+    shrinks,
     summarize_with_fallback,
 )
 from .._events import (
@@ -173,6 +175,9 @@ class CompressionMixin:
         problems = new_problems(messages, result)
         if problems:
             raise RuntimeError(f"the compacted history would be invalid: {problems}")
+        if not shrinks(messages, result):
+            await emit_event(self.event_callback, CompactionSkipped(NAME, NOT_SMALLER, size.tokens, size.messages))
+            return messages
         link_summary(result, merged)
         tokens_after = await async_count_tokens(self.token_counter, result)
         _note_sizes(merged, size.tokens, tokens_after)

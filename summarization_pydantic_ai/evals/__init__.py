@@ -14,8 +14,10 @@ Example:
 Command line: `python -m summarization_pydantic_ai.evals --messages 1000 --strategy summarization`.
 """
 
+from ._analysis import build_analysis_session
 from ._browser import BROWSER_PHASES, BrowserSession, BrowserSessionResult, SeenRequest
 from ._derive import derive_probes, load_messages
+from ._families import SESSION_FAMILIES, build_family_session
 from ._probes import ARTIFACT_CATEGORIES, CATEGORIES, FoundIn, Probe, ProbeResult, todo_patterns
 from ._recording import Planner, RecordedRequest, RecordingModel, SummaryWriter, is_summary_request, scripted_summary
 from ._report import CategoryScore, ProbeReport
@@ -27,6 +29,7 @@ __all__ = [
     "BROWSER_PHASES",
     "CATEGORIES",
     "MIN_MESSAGES",
+    "SESSION_FAMILIES",
     "BrowserSession",
     "BrowserSessionResult",
     "CategoryScore",
@@ -43,6 +46,8 @@ __all__ = [
     "Session",
     "SummaryWriter",
     "arun_probes",
+    "build_analysis_session",
+    "build_family_session",
     "build_session",
     "derive_probes",
     "is_summary_request",

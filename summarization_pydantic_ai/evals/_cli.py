@@ -14,10 +14,11 @@ from ..context_manager import ContextManagerMiddleware
 from ..processors import SlidingWindowProcessor, SummarizationProcessor
 from ..store import JsonHistoryStore
 from ._derive import derive_probes, load_messages
+from ._families import SESSION_FAMILIES, build_family_session
 from ._probes import Probe
 from ._report import ProbeReport
 from ._run import CompactFn, arun_probes
-from ._session import MIN_MESSAGES, Session, build_session
+from ._session import MIN_MESSAGES, Session
 
 __all__ = ["main"]
 
@@ -31,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--messages", type=int, default=200, help="size of the generated session (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated session (default 0)")
+    parser.add_argument(
+        "--family", choices=sorted(SESSION_FAMILIES), default="coding", help="the generated session's family"
+    )
     parser.add_argument("--strategy", choices=STRATEGIES, default="summarization")
     parser.add_argument("--keep", type=int, default=20, help="messages kept verbatim after the summary (default 20)")
     parser.add_argument("--replay", action="store_true", help="feed the session request by request, as a run does")
@@ -68,7 +72,7 @@ def _session(args: argparse.Namespace) -> Session:
     else:
         if args.messages < MIN_MESSAGES:
             raise ValueError(f"--messages must be at least {MIN_MESSAGES}")
-        session = build_session(args.messages, args.seed)
+        session = build_family_session(args.family, args.messages, args.seed)
     probes = [*session.probes, *(_read_probes(args.probes) if args.probes else [])]
     if args.category:
         probes = [p for p in probes if p.category in set(args.category)]

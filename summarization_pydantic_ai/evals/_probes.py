@@ -132,13 +132,15 @@ _WORDS = {"completed": r"(?:completed|done)", "in_progress": r"in[_ -]progress",
 
 
 def todo_patterns(content: str, status: str) -> tuple[str, ...]:
-    """The common ways a todo item and its status are written: the `write_todos` arguments as JSON, a checkbox
-    line (`[x] content`, as `render_todos` and the deterministic summary write it) or prose (`content (done)`)."""
+    """The common ways a todo item and its status are written: the `write_todos` (or `update_plan`) arguments as
+    JSON, a checkbox line (`[x] content`, as `render_todos` and the deterministic summary write it) or prose
+    (`content (done)`)."""
     item, raw = re.escape(normalize(content)), re.escape(normalize(status))
     word = _WORDS.get(status, raw)
+    key = r'"(?:content|step|title|task|description)"'  # the item's text, as todo and plan tools name it
     patterns = [
-        rf'"content": ?"{item}", ?"status": ?"{raw}"',
-        rf'"status": ?"{raw}", ?"content": ?"{item}"',
+        rf'{key}: ?"{item}", ?"status": ?"{raw}"',
+        rf'"status": ?"{raw}", ?{key}: ?"{item}"',
         rf"{item} ?[(:—–-] ?{word}(?!\w)",
     ]
     if status in _MARKS:  # the checkbox line ends with the item (or a parenthesis after it)

@@ -17,9 +17,10 @@ from .._render import render_messages
 from .._tokens import count_tokens_approximately
 from ..store import HistoryStore
 from ._derive import derive_probes
+from ._families import build_family_session
 from ._probes import Probe, score
 from ._report import ProbeReport
-from ._session import Session, build_session
+from ._session import Session
 
 __all__ = ["CompactFn", "RehydrateFn", "arun_probes", "run_probes"]
 
@@ -42,6 +43,7 @@ async def arun_probes(
     rehydrate: HistoryStore | RehydrateFn | None = None,
     replay: bool = False,
     name: str | None = None,
+    family: str = "coding",
 ) -> ProbeReport:
     """Compact a session and report how many of its probes are still answerable (the async form of
     [`run_probes`][summarization_pydantic_ai.evals.run_probes]; use it inside a running event loop).
@@ -50,7 +52,7 @@ async def arun_probes(
         compact: the compaction path to judge (see `CompactFn`). It receives a deep copy of the session.
         session: a [`Session`][summarization_pydantic_ai.evals.Session], your own list of messages (probed with
             [`derive_probes`][summarization_pydantic_ai.evals.derive_probes] unless `probes` is given), or `None`
-            for `build_session(messages, seed)`.
+            for a generated session of `family` (`build_family_session(family, messages, seed)`).
         probes: the probes to score instead of the session's own.
         messages: the size of the generated session (when `session` is `None`).
         seed: the seed of the generated session (when `session` is `None`).
@@ -61,11 +63,13 @@ async def arun_probes(
             (for processors that compact when a trigger fires); by default `compact` is called once on the
             whole session.
         name: the strategy's name in the report (default: the callable's qualified name).
+        family: the generated session's family when `session` is `None`: `"coding"` (the default) or
+            `"analysis"` (see `SESSION_FAMILIES`).
     """
     if not callable(compact):
         raise TypeError(f"compact must be a callable taking a list of messages, got {compact!r}")
     if session is None:
-        session = build_session(messages, seed)
+        session = build_family_session(family, messages, seed)
     elif not isinstance(session, Session):
         originals = list(session)
         session = Session(originals, derive_probes(originals), None, f"{len(originals)} messages")
@@ -82,8 +86,13 @@ async def arun_probes(
         messages_after=len(working),
         tokens_before=count_tokens_approximately(session.messages),
         tokens_after=count_tokens_approximately(working),
-        problems=[str(p) for p in validate_history(working)],
+        # A recorded session may end with the answer of its last run: it is then judged as a finished history.
+        problems=[str(p) for p in validate_history(working, for_request=_ends_with_request(session.messages))],
     )
+
+
+def _ends_with_request(messages: Sequence[ModelMessage]) -> bool:
+    return not messages or isinstance(messages[-1], ModelRequest)
 
 
 def run_probes(
@@ -96,6 +105,7 @@ def run_probes(
     rehydrate: HistoryStore | RehydrateFn | None = None,
     replay: bool = False,
     name: str | None = None,
+    family: str = "coding",
 ) -> ProbeReport:
     """Compact a session and report how many of its probes are still answerable; see
     [`arun_probes`][summarization_pydantic_ai.evals.arun_probes] for the arguments.
@@ -120,6 +130,7 @@ def run_probes(
         rehydrate=rehydrate,
         replay=replay,
         name=name,
+        family=family,
     )
     try:
         asyncio.get_running_loop()

@@ -15,6 +15,7 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestContext
 
 from .._cache_policy import CachePolicy
+from .._compaction import shrinks
 from .._events import ContextReduced, EventCallback, PhaseCheckpointed, emit_event
 from .._messages import get_message_id, summary_info
 from .._sizes import Measure
@@ -43,10 +44,11 @@ class PhaseCheckpoints(AbstractCapability[Any]):
     cart, checkout), or the model calls the `complete_phase` tool this capability provides. At the next model
     request the history becomes the original instructions (the requests before the first response) plus a
     checkpoint message listing every completed phase with its state and objectives, followed by the current
-    phase (a new prompt, or a pending tool exchange). The completed phases' messages leave the working context but
-    are not lost: with a `history_store` they are recorded there first (the checkpoint is a record listing their
-    ids, like a summary, so `store.load()` resumes from it and `read_phase(name)` returns them verbatim); without
-    one they are kept in memory.
+    phase (a new prompt, or a pending tool exchange). A checkpoint that would not make the context smaller (a
+    phase of a few short messages) is not built: its phases stay pending and join the next one. The completed
+    phases' messages leave the working context but are not lost: with a `history_store` they are recorded there
+    first (the checkpoint is a record listing their ids, like a summary, so `store.load()` resumes from it and
+    `read_phase(name)` returns them verbatim); without one they are kept in memory.
 
     Also usable as a plain history processor (`await phases(messages)`, `ProcessHistory(phases)`), applying the
     phases marked done since the previous call.
@@ -78,6 +80,9 @@ class PhaseCheckpoints(AbstractCapability[Any]):
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
     _pending: list[CompletedPhase] = field(default_factory=list[CompletedPhase], init=False, repr=False)
     _completed: list[CompletedPhase] = field(default_factory=list[CompletedPhase], init=False, repr=False)
+    _deferred: int = field(default=0, init=False, repr=False)
+    """How many phases were pending when a checkpoint was last deferred (it would not have made the context
+    smaller): they wait for the next phase marked done instead of being retried at every request."""
     _archives: dict[str, HistoryStore | list[ModelMessage]] = field(
         default_factory=dict[str, "HistoryStore | list[ModelMessage]"], init=False, repr=False
     )
@@ -188,7 +193,7 @@ class PhaseCheckpoints(AbstractCapability[Any]):
     async def _apply(self, messages: list[ModelMessage], store: HistoryStore | None) -> list[ModelMessage]:
         with self._lock:
             pending = list(self._pending)
-        if not pending or not messages:
+        if len(pending) <= self._deferred or not messages:
             return messages
         try:
             for message in messages:  # ids first: the checkpoint lists the archived messages by id
@@ -199,6 +204,12 @@ class PhaseCheckpoints(AbstractCapability[Any]):
             problems = new_problems(messages, rebuild.result)
             if problems:
                 raise RuntimeError(f"the rebuilt history would be invalid: {problems}")
+            if not shrinks(messages, rebuild.result):
+                # A checkpoint larger than what it archives would grow the context: the phases stay pending and
+                # join the checkpoint of the next phase marked done.
+                logger.debug("phase checkpoint deferred: it would not make the history smaller")
+                self._deferred = len(pending)
+                return messages
             await self._archive(messages, rebuild, store, len(pending))
         except Exception:
             logger.exception("phase checkpoint failed; the history is left as it was (the phases stay pending)")
@@ -206,6 +217,7 @@ class PhaseCheckpoints(AbstractCapability[Any]):
         with self._lock:
             done = {id(p) for p in pending}
             self._pending = [p for p in self._pending if id(p) not in done]
+            self._deferred = 0
             self._completed = _of_checkpoint(rebuild)  # earlier checkpoints' phases included (a resumed history)
         await self._report(messages, rebuild, pending)
         return rebuild.result

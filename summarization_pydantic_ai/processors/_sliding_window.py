@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelRequestPart
 
 from .._cache_policy import CachePolicy
-from .._compaction import CompactionPlan, assemble
+from .._compaction import CompactionPlan, assemble, shrinks
 from .._events import EventCallback, WindowTrimmed, emit_event
 from .._messages import SUMMARY_METADATA_KEY, is_summary_message, summary_info
 from .._pinning import WorkingSetSettings
@@ -111,8 +111,8 @@ class SlidingWindowProcessor(WorkingSetSettings, HistoryProcessor):
             return None
         marker, dropped = window_marker_for(messages, plan)
         result = assemble(messages, plan, marker)
-        if new_problems(messages, result):
-            return None
+        if new_problems(messages, result) or not shrinks(messages, result):
+            return None  # a marker larger than the messages it replaces would grow the context
         trimmed = WindowTrimmed(
             type(self).__name__, dropped, len(result), size.tokens, plan.preserved, plan.preserved_dropped
         )

@@ -12,12 +12,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._cache_policy import CachePolicy
 from .._compaction import (
+    NOT_SMALLER,
     CompactionPlan,
     WarnOnce,
     assemble,
     build_summary_message,
     completed_event,
     plan_compaction,
+    shrinks,
     summarize_with_fallback,
 )
 from .._events import (
@@ -281,6 +283,9 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         problems = new_problems(messages, result)
         if problems:  # a safety net: never hand a provider a history this processor broke
             logger.error("%s: compaction would break the history (%s); history left unchanged", name, problems)
+            return messages
+        if not shrinks(messages, result):
+            await emit_event(self.event_callback, CompactionSkipped(name, NOT_SMALLER, size.tokens, size.messages))
             return messages
         tokens_after = await async_count_tokens(self.token_counter, result)
         completed = completed_event(

@@ -1,6 +1,7 @@
 """Summarizers: the protocol, the LLM summarizer, the deterministic (no-LLM) summarizer and the prompt template."""
 
 from ._deterministic import DeterministicSummarizer, latest_user_request
+from ._latest import VERBATIM_REQUEST_CHARS
 from ._llm import LLMSummarizer
 from ._models import RUN_MODEL
 from ._protocol import LiveRequest, Summarizer, SummarizerError, SummaryRequest
@@ -13,6 +14,7 @@ __all__ = [
     "RUN_MODEL",
     "SUMMARIZER_INSTRUCTIONS",
     "TEMPLATE_PLACEHOLDERS",
+    "VERBATIM_REQUEST_CHARS",
     "DeterministicSummarizer",
     "LLMSummarizer",
     "LiveRequest",

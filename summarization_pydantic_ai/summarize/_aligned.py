@@ -20,7 +20,7 @@ from pydantic_ai.models import Model
 
 from .._tokens import count_tokens_approximately, estimate_text_tokens
 from ..cost._records import report_summarizer_usage
-from ._deterministic import latest_request_from_summary, latest_user_request
+from ._latest import summary_latest
 from ._models import RUN_MODEL, model_window
 from ._protocol import SummarizerError, SummaryRequest
 from ._template import ALIGNED_SUMMARY_PROMPT, DEFAULT_SUMMARY_PROMPT, fill_template
@@ -49,12 +49,7 @@ def aligned_instruction(template: str, request: SummaryRequest) -> str:
         if kept
         else "everything above"
     )
-    latest = (
-        request.latest_user_request
-        or latest_user_request(request.messages)
-        or latest_request_from_summary(request.previous_summary)
-        or "none"
-    )
+    latest = summary_latest(request)
     values = {
         "messages": replaced,
         "previous_summary": "(any earlier summary is in the conversation above: carry it forward)",

@@ -1,206 +1,151 @@
 """A summarizer that needs no LLM: it extracts the summary sections from the messages themselves.
 
-It is the offline default for examples and the fallback when an LLM summarizer fails. It is deterministic
-(same input, same summary), fast, and never invents anything: every line quotes or counts the messages.
+It is the offline default for examples and the fallback when an LLM summarizer fails. It is pure and deterministic
+(same input, byte-identical summary: an unchanged summary stays in the provider's prompt cache), O(span), and
+never invents anything: every line quotes or counts the messages, with the id of the message it came from.
+
+What it keeps (`_extract` says how each is found): each turn's decisions (its final answer, and the sentences that
+state a choice), each error with what fixed it, the files touched with their last action, the todo list, the
+user's requests, next steps and open questions, and the latest request verbatim (or a reference to it when it is
+long and stays verbatim beside the summary). A rolling summary folds in the entries of the one it replaces. Within
+`max_chars`, each section keeps its newest entries when it must cut.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    RetryPromptPart,  # pyright: ignore[reportDeprecated]
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
+from .._artifacts import TODO_MARKS
+from ._extract import INTENT_CHARS, Facts, Failure, FileTrail, extract, one_line
+from ._latest import (
+    LATEST_HEADING,
+    latest_request_from_summary,
+    latest_user_request,
+    request_latest,
+    summary_latest,
 )
-
-from .._artifacts import TODO_MARKS, changed_path, todo_items
-from .._messages import get_message_id
-from .._render import elide_middle, part_text
 from ._protocol import SummaryRequest
-from ._validate import find_paths
+from ._sections import ESSENTIAL_PREFIX, Section, fit_sections, read_previous
+from ._sentences import key_sentences
 
 __all__ = ["DeterministicSummarizer", "latest_request_from_summary", "latest_user_request"]
 
-_NEXT_STEP = re.compile(r"^\s*(?:[-*]\s*\[ \]|(?:next|todo|then|remaining)\b[:\s])", re.IGNORECASE)
-
-
-def latest_user_request(messages: Sequence[ModelMessage]) -> str | None:
-    """The text of the most recent user prompt in `messages`."""
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in reversed(message.parts):
-                if isinstance(part, UserPromptPart):
-                    return part_text(part)
-    return None
-
-
-_LATEST_HEADING = "## Latest user request\n"
-
-
-def latest_request_from_summary(summary: str | None) -> str | None:
-    """The verbatim latest request a structured summary carries in its last section, if it has one."""
-    if not summary or _LATEST_HEADING not in summary:
-        return None
-    text = summary.rsplit(_LATEST_HEADING, 1)[1].strip()
-    return text if text and text.lower() != "none" else None
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-@dataclass
-class _Extract:
-    user_requests: list[str]
-    assistant_texts: list[str]
-    artifacts: dict[str, str]
-    tools: Counter[str]
-    errors: list[str]
-    next_steps: list[str]
-    changed: dict[str, tuple[str, list[str]]]
-    """Files created or changed by a tool call: path -> (label of the first call, tools that changed it)."""
-    todos: tuple[str, list[tuple[str, str]]] | None = None
-    """The latest todo list a `write_todos`-style call set: (label, [(content, status)])."""
-
-
-_ERROR_WORDS = ("error", "traceback", "exception")
-
-
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _mentions_error(text: str) -> bool:
-    """Whether `text` has the word error, traceback or exception (as `\\b(error|...)\\b` would find it), by
-    substring search: a case-insensitive regular expression over every tool output was the slow part."""
-    lowered = text.lower()
-    for word in _ERROR_WORDS:
-        start = lowered.find(word)
-        while start != -1:
-            end = start + len(word)
-            before = lowered[start - 1] if start else " "
-            after = lowered[end] if end < len(lowered) else " "
-            if not _is_word_char(before) and not _is_word_char(after):
-                return True
-            start = lowered.find(word, end)
-    return False
-
-
-def _label(message: ModelMessage, index: int) -> str:
-    return get_message_id(message) or f"#{index}"
-
-
-def _extract(request: SummaryRequest) -> _Extract:
-    found = _Extract([], [], {}, Counter(), [], [], {})
-    for offset, message in enumerate(request.messages):
-        label = _label(message, request.first_index + offset)
-        for part in message.parts:
-            text = part_text(part)
-            if isinstance(part, UserPromptPart):
-                found.user_requests.append(f"{_one_line(text, 300)} (msg {label})")
-            elif isinstance(part, TextPart) and text.strip():
-                found.assistant_texts.append(text)
-                found.next_steps.extend(line.strip() for line in text.splitlines() if _NEXT_STEP.match(line))
-            elif isinstance(part, ToolCallPart):
-                found.tools[part.tool_name] += 1
-                _note_artifacts(found, part, label)
-            elif isinstance(part, ToolReturnPart) and part.outcome != "success":
-                found.errors.append(f"{part.tool_name} [{part.tool_call_id}] {part.outcome}: {_one_line(text, 200)}")
-            elif isinstance(part, RetryPromptPart):  # pyright: ignore[reportDeprecated]
-                found.errors.append(f"retry {part.tool_name or 'output'}: {_one_line(text, 200)}")
-            elif isinstance(part, ToolReturnPart) and _mentions_error(text):
-                found.errors.append(f"{part.tool_name} [{part.tool_call_id}]: {_one_line(text, 200)}")
-            for path in find_paths(text):
-                found.artifacts.setdefault(path, label)
-    return found
-
-
-def _note_artifacts(found: _Extract, part: ToolCallPart, label: str) -> None:
-    """The artifact trail is kept whole: every file changed, and the latest todo list (not a sample of either)."""
-    path = changed_path(part)
-    if path is not None:
-        tools = found.changed.setdefault(path, (label, []))[1]
-        if part.tool_name not in tools:
-            tools.append(part.tool_name)
-    items = todo_items(part)
-    if items is not None:
-        found.todos = (label, items)
-
-
-def _artifact_lines(found: _Extract) -> list[str]:
-    changed = [
-        f"`{path}` (changed by {', '.join(tools)}; msg {label})" for path, (label, tools) in found.changed.items()
-    ]
-    mentioned = [f"`{path}` (msg {label})" for path, label in found.artifacts.items() if path not in found.changed]
-    return [*changed, *mentioned[-40:]]
-
-
-def _todo_lines(found: _Extract) -> str:
-    if found.todos is None:
-        return ""
-    label, items = found.todos
-    lines = "\n".join(f"- {TODO_MARKS.get(status, '-')} {content} ({status})" for content, status in items)
-    return f"\nTodo list (msg {label}):\n{lines or 'empty'}"
-
-
-_CHANGED_LINE = re.compile(r"^- `([^`\n]+)` \(changed by ([^;\n]+); msg ([^)\n]+)\)$", re.MULTILINE)
+_FILE = re.compile(
+    r"^`(?P<path>[^`\n]+)` \((?:changed by (?P<changers>[^;\n]+); (?:last (?P<last>\S+) at )?msg (?P<label>[^)\n]+)"
+    r"|(?:used|read) by (?P<readers>[^;\n]+); msg (?P<rlabel>[^)\n]+))\)$"
+)
+_EARLIER = "earlier"
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+_LABEL = re.compile(r"\(msg [^)\n]*\)")
+_PATH_ENTRY = re.compile(r"^`([^`\n]+)`")
 _TODO_BLOCK = re.compile(r"^Todo list \(msg ([^)\n]+)\):\n((?:- .*(?:\n|$))*)", re.MULTILINE)
 _TODO_LINE = re.compile(r"^- (?:\[.\]|-) (.+) \(([^()]+)\)$")
+_CARRIED = {"intent", "decisions", "errors", "next steps", "artifacts", "files touched"}
+_DROPPED = {"current state", "latest user request", "tools used"}
+_MAX_TODOS = 30
+_PREVIOUS_ENTRY_CHARS = 600
 
 
-def _carry_forward(found: _Extract, previous: str | None) -> None:
-    """A rolling summary keeps the trail of the summary it replaces: its changed files (listed first) and, when
-    this span set no todo list, its todo list. Read back from the lines `_artifact_lines`/`_todo_lines` wrote."""
-    if not previous:
-        return
-    changed: dict[str, tuple[str, list[str]]] = {}
-    for path, tools, label in _CHANGED_LINE.findall(previous):
-        changed.setdefault(path, (label, tools.split(", ")))
-    for path, (label, tools) in found.changed.items():
-        known = changed.setdefault(path, (label, []))[1]
-        known.extend(t for t in tools if t not in known)
-    found.changed = changed
+def _file_line(path: str, trail: FileTrail) -> str:
+    """`path` with the tools that changed it (or used it) and the message of its last action, which is named when
+    it is not the last change (e.g. a read after the last edit)."""
+    if not trail.changers:
+        return f"`{path}` (used by {', '.join(trail.tools)}; msg {trail.label})"
+    changers = [t for t in trail.tools if t in trail.changers and t != _EARLIER]  # in the order of their last use
+    if not changers:
+        return f"`{path}` (changed earlier)"
+    last = trail.tools[-1]
+    at = f"msg {trail.label}" if last == changers[-1] else f"last {last} at msg {trail.label}"
+    return f"`{path}` (changed by {', '.join(changers)}; {at})"
+
+
+def _bare_path(entry: str) -> tuple[str, bool] | None:
+    """A left-out Artifacts entry keeps its path; the path of a file that was changed is never left out."""
+    match = _PATH_ENTRY.match(entry)
+    return (match[0], entry[match.end() :].startswith(" (changed")) if match else None
+
+
+def _previous_files(entry: str) -> dict[str, FileTrail]:
+    """The files an earlier summary's Artifacts entry names: one with its trail, or a list of changed ones."""
+    if entry.startswith(ESSENTIAL_PREFIX):
+        listed = entry[len(ESSENTIAL_PREFIX) :].split("; ", 1)[0]
+        return {path: FileTrail([_EARLIER], [_EARLIER], _EARLIER) for path in _BACKTICKED.findall(listed)}
+    if entry.endswith(" (changed earlier)") and (match := _PATH_ENTRY.match(entry)):
+        return {match[1]: FileTrail([_EARLIER], [_EARLIER], _EARLIER)}
+    parsed = _previous_file(entry)
+    return dict([parsed]) if parsed else {}
+
+
+def _previous_file(entry: str) -> tuple[str, FileTrail] | None:
+    match = _FILE.match(entry)
+    if match is None:
+        return None
+    if match["changers"]:
+        changers = match["changers"].split(", ")
+        tools = [*changers, match["last"]] if match["last"] else list(changers)
+        return match["path"], FileTrail(tools, changers, match["label"])
+    return match["path"], FileTrail(match["readers"].split(", "), [], match["rlabel"])
+
+
+def _merge_files(earlier: dict[str, FileTrail], facts: Facts) -> dict[str, FileTrail]:
+    """The earlier summary's files, then the span's (newer: last action and message), in the order of last use."""
+    merged = dict(earlier)
+    for path, new in facts.files.items():
+        old = merged.pop(path, None)
+        merged[path] = new
+        if old is not None:
+            merged[path] = FileTrail(
+                [*(t for t in old.tools if t not in new.tools), *new.tools],
+                [*old.changers, *(t for t in new.changers if t not in old.changers)],
+                new.label,
+            )
+    return merged
+
+
+def _error_line(failure: Failure) -> str:
+    """The failure, then how it was fixed: the assistant's explanation, the files changed, and the successful call
+    (its arguments where they differ from the failed call's); the failed call's arguments when nothing fixed it."""
+    times = f" x{failure.count}" if failure.count > 1 else ""
+    line = f"{failure.tool} failed{times} (msg {failure.label}): {failure.headline}"
+    shown = failure.fix if failure.fix and failure.fix != failure.tool else None
+    if failure.call.detail and failure.call.detail not in failure.headline and shown is None:
+        line += f" [{one_line(failure.call.detail, 100)}]"
+    if failure.fixed_at is None:
+        return line + " -> not fixed in these messages"
+    line += f" -> fixed (msg {failure.fixed_at})"
+    if failure.explanation:
+        line += f": {failure.explanation}"
+    if failure.changed:
+        line += f"; changed {', '.join(f'`{p}`' for p in failure.changed[:5])}"
+    if shown is not None:
+        line += f"; then {failure.tool} succeeded: {shown}"
+    return line
+
+
+def _todo_block(todos: tuple[str, list[tuple[str, str]]] | None) -> str:
+    if todos is None:
+        return ""
+    label, items = todos
+    shown = items[-_MAX_TODOS:]
+    lines = [f"- {TODO_MARKS.get(status, '-')} {one_line(content, 150)} ({status})" for content, status in shown]
+    if len(items) > len(shown):
+        lines.insert(0, f"- ({len(items) - len(shown)} older items left out)")
+    return f"\nTodo list (msg {label}):\n" + ("\n".join(lines) or "empty")
+
+
+def _previous_todos(previous: str) -> tuple[str, list[tuple[str, str]]] | None:
     blocks = _TODO_BLOCK.findall(previous)
-    if found.todos is None and blocks:
-        label, body = blocks[-1]
-        items = [(m[1], m[2]) for m in map(_TODO_LINE.match, body.splitlines()) if m]
-        found.todos = (label, items)
-
-
-def _fit(sections: list[str], keep: set[int], budget: int) -> list[str]:
-    """Shorten the sections not in `keep` (each in proportion to its length) so that all fit in `budget`."""
-    total = sum(len(s) + 2 for s in sections)
-    flexible = sum(len(s) for i, s in enumerate(sections) if i not in keep)
-    if total <= budget or not flexible:
-        return sections
-    ratio = max(budget - (total - flexible), 0) / flexible
-    return [s if i in keep else elide_middle(s, max(int(len(s) * ratio), 160)) for i, s in enumerate(sections)]
-
-
-def _section(title: str, lines: Sequence[str]) -> str:
-    body = "\n".join(f"- {line}" for line in lines) if lines else "none"
-    return f"## {title}\n{body}"
-
-
-def _bounded(items: Sequence[str], first: int, last: int) -> list[str]:
-    if len(items) <= first + last:
-        return list(items)
-    return [*items[:first], f"... {len(items) - first - last} more ...", *items[-last:]]
+    if not blocks:
+        return None
+    label, body = blocks[-1]
+    return label, [(m[1], m[2]) for m in map(_TODO_LINE.match, body.splitlines()) if m]
 
 
 @dataclass
 class DeterministicSummarizer:
-    """Extracts intent, decisions, artifacts (with the message ids they came from), errors, current state, next
-    steps and the latest user request verbatim, without calling a model.
+    """Extracts intent, decisions, artifacts (with the message ids they came from), errors with their fixes, the
+    current state, next steps and the latest user request, without calling a model.
 
     Example:
         ```python
@@ -209,7 +154,8 @@ class DeterministicSummarizer:
     """
 
     max_chars: int = 12_000
-    """Upper bound on the summary's length; the previous summary is trimmed first."""
+    """Upper bound on the summary's length; each section keeps its newest entries when it must cut (a latest user
+    request that has to be repeated is kept whole)."""
 
     name: str = "deterministic"
 
@@ -217,37 +163,87 @@ class DeterministicSummarizer:
         return self.summarize_sync(request)
 
     def summarize_sync(self, request: SummaryRequest) -> str:
-        found = _extract(request)
-        _carry_forward(found, request.previous_summary)
-        latest = (
-            request.latest_user_request
-            or latest_user_request(request.messages)
-            or latest_request_from_summary(request.previous_summary)
-            or "none"
-        )
-        tools = [f"{name} x{count}" for name, count in found.tools.most_common(20)]
-        artifacts = _artifact_lines(found)
-        decisions = [_one_line(t, 300) for t in found.assistant_texts[-6:-1]]
-        current = _one_line(found.assistant_texts[-1], 800) if found.assistant_texts else "none"
-        sections = [
-            _section("Intent", _bounded(found.user_requests, 3, 7)),
-            _section("Decisions", decisions),
-            _section("Artifacts", artifacts),
-            _section("Tools used", tools),
-            _section("Errors", _bounded(found.errors, 3, 7)),
-            f"## Current state\n{current}{_todo_lines(found)}",
-            _section("Next steps", found.next_steps[-10:]),
-        ]
-        latest_section = f"{_LATEST_HEADING}{elide_middle(latest, 4_000)}"
+        facts = extract(request.messages, request.first_index)
         header = f"Summary of {len(request.messages)} messages (extracted without a model)."
         if request.focus:
-            header += f" Focus: {_one_line(request.focus, 200)}"
-        if request.previous_summary:  # its trail is carried into this one's sections: it may shrink first
-            room = max(self.max_chars - sum(map(len, sections)) - len(header) - len(latest_section) - 40, 500)
-            sections.insert(0, f"## Earlier summary\n{elide_middle(request.previous_summary, room)}")
-        # The latest request is kept whole, the artifact trail (Artifacts, Current state) next; the other
-        # sections give way when the summary is too long.
-        budget = max(self.max_chars - len(latest_section) - 2, 200)
-        trail = {i for i, s in enumerate(sections) if s.startswith(("## Artifacts", "## Current state"))}
-        body = "\n\n".join(_fit(sections, trail, budget - len(header) - 2))
-        return elide_middle(f"{header}\n\n{body}", budget) + "\n\n" + latest_section
+            header += f" Focus: {one_line(request.focus, 200)}"
+        sections, earlier_files = self._carried(request.previous_summary)
+        self._add_span(sections, facts, earlier_files, request_latest(request))
+        todos = facts.todos or (_previous_todos(request.previous_summary) if request.previous_summary else None)
+        current = f"## Current state\n{self._current(facts)}{_todo_block(todos)}"
+        if len(current) > self.max_chars // 4:  # a small budget (a short span): the state takes its share only
+            current = current[: max(self.max_chars // 4 - 1, 16)] + "…"
+        latest = f"{LATEST_HEADING}{summary_latest(request)}"
+        room = self.max_chars - len(header) - len(current) - len(latest) - 12
+        order = ["Errors", "Decisions", "Artifacts", "Intent", "Next steps", "Earlier summary"]  # who gets spare room
+        chosen = [sections[t] for t in order if t in sections]
+        rendered = dict(zip((s.title for s in chosen), fit_sections(chosen, room), strict=True))
+        body = [rendered[t] for t in ("Intent", "Decisions", "Artifacts", "Errors") if t in rendered]
+        body += [current, rendered["Next steps"]]
+        if "Earlier summary" in rendered:
+            body.insert(0, rendered["Earlier summary"])
+        return "\n\n".join([header, *body, latest])
+
+    def _carried(self, previous: str | None) -> tuple[dict[str, Section], dict[str, FileTrail]]:
+        """The sections, holding what the earlier summary kept (its entries, oldest first), and its files."""
+        sections = {
+            "Intent": Section("Intent", share=0.06),
+            "Decisions": Section("Decisions", share=0.34),
+            "Artifacts": Section("Artifacts", share=0.18, bare=_bare_path),
+            "Errors": Section("Errors", share=0.34),
+            "Next steps": Section("Next steps", share=0.04),
+        }
+        files: dict[str, FileTrail] = {}
+        if not previous:
+            return sections, files
+        found, _ = read_previous(previous)
+        leftovers: list[str] = []
+        for title, raw in found.items():
+            entries = [one_line(e, _PREVIOUS_ENTRY_CHARS) for e in raw]
+            if title in ("artifacts", "files touched"):
+                for entry in raw:  # whole: a list of changed files is never cut
+                    found_files = _previous_files(entry)
+                    if found_files:
+                        files.update(found_files)
+                    elif not entry.startswith(("also:", "(")):  # bare lists of files used: in the archive
+                        path = _PATH_ENTRY.match(entry)
+                        sections["Artifacts"].add(entry, key=f"path:{path[1]}" if path else None)
+            elif title in _CARRIED:
+                for entry in entries:
+                    sections[title.capitalize() if title != "next steps" else "Next steps"].add(entry)
+            elif title not in _DROPPED and title != "earlier summary":
+                leftovers += [f"{title}: {e}" for e in entries]
+        if leftovers:
+            sections["Earlier summary"] = Section("Earlier summary", share=0.04)
+            for entry in leftovers:
+                sections["Earlier summary"].add(entry)
+        return sections, files
+
+    def _add_span(
+        self, sections: dict[str, Section], facts: Facts, earlier_files: dict[str, FileTrail], latest: str | None
+    ) -> None:
+        latest_line = one_line(latest, INTENT_CHARS) if latest else None
+        for text, label in facts.requests:
+            if text != latest_line:  # the latest request has its own section
+                sections["Intent"].add(f"{text} (msg {label})", key=text.lower())
+        for text, label in facts.decisions:
+            sections["Decisions"].add(f"{text} (msg {label})", key=" ".join(text.lower().split()))
+        for path, trail in _merge_files(earlier_files, facts).items():
+            sections["Artifacts"].add(_file_line(path, trail), key=f"path:{path}")
+        for path, label in facts.mentioned.items():
+            if path not in facts.files and path not in earlier_files:
+                sections["Artifacts"].add(f"`{path}` (mentioned; msg {label})", key=f"path:{path}")
+        for failure in facts.failures:
+            line = _error_line(failure)  # the same failure fixed the same way: once, at its latest occurrence
+            sections["Errors"].add(line, key=_LABEL.sub("", line).lower())
+        for step in facts.next_steps:
+            sections["Next steps"].add(one_line(step, 300))
+        for question, label in facts.questions[-3:]:
+            sections["Next steps"].add(f"Open question: {one_line(question, 300)} (msg {label})")
+
+    def _current(self, facts: Facts) -> str:
+        state = key_sentences(facts.last_text, 500) if facts.last_text else "none"
+        if facts.tools:
+            counts = ", ".join(f"{name} x{count}" for name, count in facts.tools.most_common(8))
+            state += f"\nTools used: {counts}"
+        return state

@@ -15,7 +15,7 @@ from .._tokens import CHARS_PER_TOKEN
 from .._windows import DEFAULT_MAX_TOKENS
 from ..cost._records import report_summarizer_usage
 from ._aligned import aligned_summary, fits_aligned
-from ._deterministic import latest_request_from_summary, latest_user_request
+from ._latest import summary_latest
 from ._models import RUN_MODEL, ModelUnavailable, check_model_name, model_window
 from ._protocol import SummarizerError, SummaryRequest
 from ._template import DEFAULT_SUMMARY_PROMPT, SUMMARIZER_INSTRUCTIONS, fill_template, validate_template
@@ -140,12 +140,7 @@ class LLMSummarizer:
 
     async def _chunked(self, model: Any, request: SummaryRequest) -> str:
         budget_chars = self.input_budget_tokens(request) * CHARS_PER_TOKEN
-        latest = (
-            request.latest_user_request
-            or latest_user_request(request.messages)
-            or latest_request_from_summary(request.previous_summary)
-            or ""
-        )
+        latest = summary_latest(request)
         fixed = len(self.prompt_template) + len(latest) + len(request.focus or "") + 200
         # Room for the messages once the template, the request and a previous summary of modest size are in.
         room = max(budget_chars - fixed - min(len(request.previous_summary or ""), budget_chars // 4), 2_000)

@@ -51,6 +51,10 @@ class SummaryRequest:
     """The agent's token budget: what a summarizer whose own context window is unknown may assume."""
     kept_messages: int = 0
     """How many messages of the live request stay verbatim after the summary (the kept tail)."""
+    latest_request_kept: bool = False
+    """The latest user request stays verbatim in the working context beside the summary (every compaction path
+    keeps it: in the kept tail, the working set, or the summary's own request). A summary then names a long one
+    by reference instead of copying it (`VERBATIM_REQUEST_CHARS`)."""
 
 
 class SummarizerError(RuntimeError):

@@ -17,6 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 
 __all__ = [
     "DEFAULT_REQUIRED_SECTIONS",
+    "call_paths",
     "check_sections",
     "complete_summary",
     "find_paths",
@@ -96,17 +97,24 @@ def _add_paths(key: str, raw: str, seen: dict[str, None]) -> None:
                 seen.setdefault(path, None)
 
 
+def call_paths(part: ToolCallPart) -> list[str]:
+    """The file paths one tool call operates on (arguments that are paths, or paths in a command), in order."""
+    seen: dict[str, None] = {}
+    strings: list[tuple[str, str]] = []
+    _arg_strings(_call_args(part), "", 0, strings)
+    for key, value in strings:
+        _add_paths(key, value, seen)
+    return list(seen)
+
+
 def touched_paths(messages: Sequence[ModelMessage]) -> list[str]:
     """The file paths the tool calls in `messages` operated on (arguments that are paths), first use first."""
     seen: dict[str, None] = {}
-    strings: list[tuple[str, str]] = []
     for message in messages:
         if isinstance(message, ModelResponse):
             for part in message.parts:
                 if isinstance(part, ToolCallPart):
-                    _arg_strings(_call_args(part), "", 0, strings)
-    for key, value in strings:
-        _add_paths(key, value, seen)
+                    seen.update(dict.fromkeys(call_paths(part)))
     return list(seen)
 
 

@@ -47,7 +47,8 @@ class LongSession:
         returns = [p for p in last.parts if isinstance(p, ToolReturnPart)]
         if returns and returns[0].tool_name == "search_conversation_history":
             self.search_output = str(returns[0].content)
-            message_id = self.search_output.split("message id ")[1].split()[0]
+            # The original message (a summary may quote the fact too, with the original's id or without it).
+            message_id = self.search_output.split("[User] message id ")[1].split()[0]
             return ModelResponse(parts=[ToolCallPart("read_history", {"start_id": message_id})])
         if returns and returns[0].tool_name == "read_history":
             self.read_output = str(returns[0].content)

@@ -181,7 +181,7 @@ async def test_an_unreachable_summary_model_warns_once_over_ten_compactions(capl
             history = await middleware.compact(
                 [
                     *history,
-                    ModelResponse(parts=[TextPart(f"step {i}")]),
+                    ModelResponse(parts=[TextPart(f"step {i}: " + "I read the module and updated the parser. " * 20)]),
                     ModelRequest(parts=[UserPromptPart(f"go {i}")]),
                 ]
             )
@@ -199,7 +199,7 @@ async def test_a_named_model_without_its_package_or_key_builds_offline_and_falls
     middleware = ContextManagerMiddleware(summarization_model="openai:gpt-4.1-mini", event_callback=events.append)
     history = [
         ModelRequest(parts=[UserPromptPart("Fix src/app.py")]),
-        ModelResponse(parts=[TextPart("Fixed.")]),
+        ModelResponse(parts=[TextPart("Fixed: the handler checks for None before it retries. " * 10)]),
         ModelRequest(parts=[UserPromptPart("Thanks")]),
     ]
     result = await middleware.compact(history)
@@ -218,7 +218,7 @@ def test_an_unresolvable_model_name_is_refused_at_construction(name: str) -> Non
 async def test_outside_a_run_the_default_uses_model_name_or_falls_back() -> None:
     history = [
         ModelRequest(parts=[UserPromptPart("Plan the release")]),
-        ModelResponse(parts=[TextPart("Done.")]),
+        ModelResponse(parts=[TextPart("Done: the release is planned for Monday, after the freeze. " * 10)]),
         ModelRequest(parts=[UserPromptPart("Ship it")]),
     ]
     processor = SummarizationProcessor(trigger=None, keep=1)

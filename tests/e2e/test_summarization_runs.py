@@ -267,7 +267,7 @@ async def test_user_text_with_braces_cannot_break_the_template() -> None:
     processor = SummarizationProcessor(FunctionModel(summary_model), trigger=("messages", 3), keep=0)
     history: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart("format {messages} and {previous_summary} and { broken")]),
-        ModelResponse(parts=[TextPart("ok {focus}")]),
+        ModelResponse(parts=[TextPart("ok {focus} " + "The parser keeps every brace as it is. " * 20)]),
         ModelRequest(parts=[UserPromptPart("next {0} }")]),
     ]
     await processor(history)
