@@ -29,9 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import deep
-from _common import write_section
+from _common import environment, write_section
 from pg_cluster import throwaway_cluster
-from pg_load import environment
 
 from summarization_pydantic_ai.store import open_database
 

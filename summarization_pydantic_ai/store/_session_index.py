@@ -41,11 +41,12 @@ class SessionIndex:
         """The records of `encoded` to write: those whose message is new or differs from its latest version (the
         first of repeats in one batch). When there are any and another writer moved the session's `head` since this
         store last saw it (`expected`), raises `HistoryStoreConflictError`: nothing may be written then."""
-        latest = dict(self.digests)
+        batch: dict[str, bytes] = {}  # the digests of this batch's records (the session's are not copied)
         new: list[NewRecord] = []
         for item in encoded:
-            if latest.get(item.message_id) != item.digest:
-                latest[item.message_id] = item.digest
+            latest = batch[item.message_id] if item.message_id in batch else self.digests.get(item.message_id)
+            if latest != item.digest:
+                batch[item.message_id] = item.digest
                 new.append(item)
         if new and expected is not None and head != expected:
             raise HistoryStoreConflictError(

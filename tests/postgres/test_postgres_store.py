@@ -176,3 +176,47 @@ async def test_a_worker_killed_inside_its_append_leaves_nothing_and_no_lock(post
     assert await asyncio.wait_for(store.append(survivors), 10) == 3  # the session's row lock was released
     assert [get_message_id(m) for m in await store.load_all()] == [get_message_id(m) for m in survivors]
     await database.close()
+
+
+class _Statements:
+    """Counts what connections send: statements (`execute`, also `conn.execute`'s), batches (`executemany`),
+    transaction blocks."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        for name in ("execute", "executemany"):
+            self._wrap(monkeypatch, psycopg.AsyncCursor, name)
+        self._wrap(monkeypatch, psycopg.AsyncConnection, "transaction")
+
+    def _wrap(self, monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> None:
+        real = getattr(owner, name)
+
+        def counted(instance: object, *args: object, **kwargs: object) -> object:
+            self.sent.append(name)
+            return real(instance, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+async def test_an_append_of_the_store_that_wrote_last_is_one_statement(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual append (this store wrote or read the session last) is one statement: one round trip, its own
+    transaction; a store that did not see the latest head locks the row and checks first, and a message recorded
+    meanwhile by another writer is not written twice."""
+    database = open_database(postgres_dsn)
+    store, other = database.session("s"), open_database(postgres_dsn).session("s")
+    written = _turns(5)
+    await store.append(written[:2])  # the first append creates the session: the careful path
+    statements = _Statements(monkeypatch)
+    for message in written[2:]:
+        assert await store.append([message]) == 1
+    assert statements.sent == ["execute"] * 3
+    shared = _turns(1, start=10)
+    assert await other.append(shared) == 1  # `other` never read: it writes after whatever is there
+    statements.sent.clear()
+    assert await store.append(shared) == 0  # the head moved: one failed statement, then the locked check
+    assert statements.sent[0] == "execute" and "transaction" in statements.sent
+    assert [get_message_id(m) for m in await store.load_all()] == [get_message_id(m) for m in [*written, *shared]]
+    await database.close()
+    await other.database.close()  # type: ignore[attr-defined]

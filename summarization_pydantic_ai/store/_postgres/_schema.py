@@ -75,6 +75,7 @@ class Tables:
 
     def __init__(self, schema: str | None) -> None:
         self.schema = schema
+        self._composed: dict[str, Composed] = {}
 
         def name(table: str) -> Identifier:
             return Identifier(schema, table) if schema else Identifier(table)
@@ -91,8 +92,12 @@ class Tables:
         }
 
     def sql(self, statement: LiteralString) -> Composed:
-        """`statement` with `{sessions}`, `{records}`, ... replaced by the qualified names."""
-        return SQL(statement).format(**self.names)
+        """`statement` with `{sessions}`, `{records}`, ... replaced by the qualified names (composed once per
+        statement: an append does not parse its statements again)."""
+        composed = self._composed.get(statement)
+        if composed is None:
+            composed = self._composed[statement] = SQL(statement).format(**self.names)
+        return composed
 
 
 async def migrate(conn: AsyncConnection[tuple[object, ...]], tables: Tables, where: str) -> None:

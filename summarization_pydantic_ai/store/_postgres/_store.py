@@ -16,25 +16,22 @@ import asyncio
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from psycopg.errors import DivisionByZero, ForeignKeyViolation, UniqueViolation
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._database import SearchHit
 from .._framing import Record
 from .._paging import check_page, page_of
 from .._protocol import HistoryPage, HistoryStoreError
-from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
+from ._append import Rows, clean, rows_of, write_rows
 from ._schema import Connection, Tables
 from ._search import search_rows, tsvector_literal
 
 __all__ = ["PostgresConnection", "PostgresSession"]
-
-
-def _clean(text: str) -> str:
-    return text.replace("\x00", "\ufffd")  # PostgreSQL text holds no NUL (the record's JSON keeps it, escaped)
 
 
 class PostgresConnection(Protocol):
@@ -137,19 +134,41 @@ class PostgresSession:
 
     async def append(self, messages: Sequence[ModelMessage]) -> int:
         """Record new messages, and a new version of each recorded message whose content changed, in one
-        transaction; returns how many records were written."""
+        transaction; returns how many records were written. One round trip when this store wrote or read the
+        session last (`_append`), else the session's row is locked first."""
         encoded = [encode_record(m) for m in messages]
         async with self._guard():
             try:
-                async with self._database.connection() as conn, conn.transaction():
-                    return await self._append(conn, encoded)
+                async with self._database.connection() as conn:
+                    written = await self._append_at_once(conn, encoded)
+                    if written is not None:
+                        return written
+                    async with conn.transaction():
+                        return await self._append_locked(conn, encoded)
             except BaseException:
                 self._index = (
                     SessionIndex()
                 )  # what the rolled-back transaction indexed may be gone: re-read on next use
                 raise
 
-    async def _append(self, conn: Connection, encoded: list[NewRecord]) -> int:
+    async def _append_at_once(self, conn: Connection, encoded: list[NewRecord]) -> int | None:
+        """The append in one statement (one round trip), when this store knows the session's head; `None` when
+        it does not, or another writer moved the head (nothing written: take the locked path)."""
+        index = self._index
+        if index.session is None or self._expected != index.head:
+            return None
+        new = index.changed(encoded, head=index.head, expected=self._expected, where=self._where())
+        if not new:
+            return None  # nothing new as far as this store knows: the locked path says so for sure
+        rows = rows_of(index, new)
+        try:
+            await write_rows(conn, self._database.tables, rows)  # one statement: its own transaction
+        except (DivisionByZero, UniqueViolation, ForeignKeyViolation):
+            return None  # another writer moved the head, or the session went: rolled back
+        self._committed(rows)
+        return len(new)
+
+    async def _append_locked(self, conn: Connection, encoded: list[NewRecord]) -> int:
         head = await self._refresh(conn, lock=True)
         new = self._index.changed(encoded, head=head, expected=self._expected, where=self._where())
         if not new:
@@ -158,63 +177,22 @@ class PostgresSession:
             await self._create_session(conn)
             head = await self._refresh(conn, lock=True)
             if head:  # another worker created it and wrote first: this store has not read it
-                return await self._append(conn, encoded)
-        await self._write(conn, new)
+                return await self._append_locked(conn, encoded)
+        rows = rows_of(self._index, new)
+        await write_rows(conn, self._database.tables, rows)
+        self._committed(rows)
         return len(new)
+
+    def _committed(self, rows: Rows) -> None:
+        rows.commit_to(self._index)
+        self._expected = rows.head
+        self._size += rows.size
 
     async def _create_session(self, conn: Connection) -> None:
         await conn.execute(
             self._database.tables.sql("INSERT INTO {sessions} (name) VALUES (%s) ON CONFLICT (name) DO NOTHING"),
             (self._session_id,),
         )
-
-    async def _write(self, conn: Connection, new: list[NewRecord]) -> None:
-        index, tables = self._index, self._database.tables
-        seq, places = index.head, len(index.slots)
-        records: list[tuple[Any, ...]] = []
-        rows: list[tuple[Any, ...]] = []
-        written: list[tuple[Record, int, bytes]] = []
-        pending: dict[str, int] = {}
-        for item in new:
-            seq += 1
-            position = index.positions.get(item.message_id, pending.get(item.message_id))
-            if position is None:
-                position = pending[item.message_id] = places
-                places += 1
-            records.append((index.session, seq, item.message_id, position, item.digest, item.summary, item.data))
-            rows.append((index.session, seq, position, *_searchable(item.message)))
-            written.append((Record(seq, 0, item.message_id, load_summary(item.summary), 0), position, item.digest))
-        async with conn.cursor() as cursor:
-            await cursor.executemany(
-                tables.sql(
-                    "INSERT INTO {records} (session, seq, message_id, position, digest, summary, data) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                ),
-                records,
-            )
-            # The latest version of each message, searchable; text added with add_search_text stays with it.
-            await cursor.executemany(
-                tables.sql(
-                    "INSERT INTO {messages} AS m "
-                    "(session, seq, position, message_id, roles, tool_names, ts, body, tsv) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector) "
-                    "ON CONFLICT (session, message_id) DO UPDATE SET seq = excluded.seq, roles = excluded.roles, "
-                    "tool_names = excluded.tool_names, ts = excluded.ts, body = excluded.body, "
-                    "tsv = CASE WHEN m.extra_tsv IS NULL THEN excluded.tsv ELSE excluded.tsv || m.extra_tsv END"
-                ),
-                rows,
-            )
-        size = sum(len(i.data) for i in new)
-        await conn.execute(
-            tables.sql(
-                "UPDATE {sessions} SET head = %s, messages = %s, bytes = bytes + %s, updated_at = now() WHERE id = %s"
-            ),
-            (seq, places, size, index.session),
-        )
-        for record, position, digest in written:
-            index.place(record, position, digest)
-        index.head = self._expected = seq
-        self._size += size
 
     # -- reading ----------------------------------------------------------------------------------------------------
 
@@ -301,7 +279,7 @@ class PostgresSession:
                     "UPDATE {messages} SET extra = %s, extra_tsv = %s::tsvector, tsv = %s::tsvector || %s::tsvector "
                     "WHERE session = %s AND message_id = %s"
                 ),
-                (_clean(text), extra, tsvector_literal(str(row[1])), extra, row[0], message_id),
+                (clean(text), extra, tsvector_literal(str(row[1])), extra, row[0], message_id),
             )
 
     async def search_texts(self) -> dict[str, str]:
@@ -339,11 +317,3 @@ class PostgresSession:
         """Close the connection pool when this store opened it (a store of a database leaves it open)."""
         if self._owns_database:
             await self._database.close()
-
-
-def _searchable(message: ModelMessage) -> tuple[str, str, str, str, str, str]:
-    """(message id, roles, tool names, timestamp, body, body as a tsvector literal) of a message with an id."""
-    text = message_text(message)
-    assert text is not None  # every recorded message has an id
-    body = _clean(text.body)
-    return (text.message_id, text.roles, _clean(text.tool_names), _clean(text.timestamp), body, tsvector_literal(body))
