@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_TARGETS", "STRATEGIES", "CompressionLevel", "ContextConfig",
 Strategy: TypeAlias = Literal["sliding_window", "checkpoint", "hybrid", "summarize"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 _LEVELS: tuple[str, ...] = tuple(LEVELS)
-DEFAULT_TARGETS: dict[str, float] = {"sliding_window": 0.15, "checkpoint": 0.2, "hybrid": 0.3, "summarize": 0.4}
+DEFAULT_TARGETS: dict[str, float] = {"sliding_window": 0.15, "checkpoint": 0.2, "hybrid": 0.3, "summarize": 0.3}
 """Each strategy's default `target`, tuned for cost with the prompt cache counted at equal or better probe scores
 (docs/strategies.md): a reduction rare and deep, its kept part thinned, costs less than frequent shallow ones."""
 _SAFETY_THRESHOLD = 0.95
@@ -77,7 +77,7 @@ class ContextConfig:
     """The strategy acts when a request reaches this fraction of the window."""
     target: float | None = None
     """What a reduction aims for, as a fraction of the window (below `trigger`); `None`: the strategy's default
-    (`DEFAULT_TARGETS`: 0.15 to 0.4)."""
+    (`DEFAULT_TARGETS`: 0.15 to 0.3)."""
     window_size: int | None = None
     """The most messages the working context may hold (the sliding window also slides on count, keeping half);
     `None`: tokens only."""
