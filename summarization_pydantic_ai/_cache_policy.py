@@ -29,7 +29,7 @@ from ._messages import is_summary_message
 from ._sizes import ContextSize, Measure, keep_tokens
 from .cache import cache_prices
 
-__all__ = ["CachePolicy", "measured_growth"]
+__all__ = ["CachePolicy", "measured_growth", "responses_since_reduction"]
 
 _GROWTH_REQUESTS = 12
 """Requests the growth is measured over (the most recent ones since the latest reduction)."""
@@ -60,8 +60,9 @@ class CachePolicy:
     limit: float = 0.95
     """The fraction of the budget where a reduction is forced, whatever it costs."""
     min_interval: int = 20
-    """The fewest requests of measured growth between two planned reductions (at most 5 cache re-writes per 100
-    requests); 0: the cost formula alone decides."""
+    """The fewest requests between two planned reductions (at most 5 cache re-writes per 100 requests): counted
+    since the latest summary or window marker, and as that many requests of measured growth; only the limit
+    reduces sooner. 0: the cost formula alone decides."""
     thin: bool = True
     """In a planned reduction, thin what it keeps (see `thin_outputs`): superseded outputs (a file read again or
     changed later, an older page snapshot) become pointers, older outputs above `thin_chars` keep their ends. The
@@ -119,7 +120,12 @@ class CachePolicy:
             count = int(keep[1])
             low_water = sum(approx_message_tokens(m) for m in messages[-count:]) if count else 0
         growth = measured_growth(messages)
-        return self.trigger_tokens(trigger=threshold, low_water=low_water, growth=growth, budget=size.budget)
+        planned = self.trigger_tokens(trigger=threshold, low_water=low_water, growth=growth, budget=size.budget)
+        ceiling = self.hard_limit(size.budget)
+        since = responses_since_reduction(messages)
+        if ceiling is not None and since is not None and since < self.min_interval:
+            return max(planned, ceiling)  # the previous reduction is too recent: only the limit forces another
+        return planned
 
     def hard_limit(self, budget: int | None) -> int | None:
         """`limit` of `budget` in tokens (`None` without a budget)."""
@@ -145,6 +151,18 @@ def measured_growth(messages: Sequence[ModelMessage], *, requests: int = _GROWTH
             if responses == requests:
                 break
     return tokens / responses if responses else 0.0
+
+
+def responses_since_reduction(messages: Sequence[ModelMessage]) -> int | None:
+    """Model responses after the latest summary or window marker (`None` when the history has none: it was never
+    reduced). `min_interval` counts these: growth measured in tokens lets a small kept part look "20 requests"
+    away after a handful of requests."""
+    responses = 0
+    for message in reversed(messages):
+        if is_summary_message(message):
+            return responses
+        responses += isinstance(message, ModelResponse)
+    return None
 
 
 def _cache_ratios(model: Any) -> tuple[float, float] | None:

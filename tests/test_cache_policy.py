@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai.messages import (
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -28,6 +29,8 @@ from summarization_pydantic_ai import (
     thin_outputs,
     validate_history,
 )
+from summarization_pydantic_ai._cache_policy import responses_since_reduction
+from summarization_pydantic_ai._sizes import Measure
 from summarization_pydantic_ai.cache import CacheSimulator
 from summarization_pydantic_ai.compression import MessageCompressor
 from summarization_pydantic_ai.evals import BrowserSession
@@ -110,6 +113,28 @@ def test_a_sliding_window_with_a_policy_waits_past_its_trigger_until_the_limit()
         grown += [_call("read", {"path": f"f{i}"}, f"c{i}"), _result("read", f"{i} " + "x" * 3_996, f"c{i}")]
     out = asyncio.run(planned(grown))  # ~19,000 tokens: at the limit (95% of 20,000)
     assert len(out) < len(grown) and validate_history(out) == []
+
+
+def test_a_planned_reduction_waits_min_interval_requests_after_the_previous_one() -> None:
+    """Right after a reduction the growth looks small (short steps), and with a large kept part the token formula
+    alone would reduce again within a few requests: `min_interval` counts requests, the limit still forces."""
+    summary = ModelRequest(parts=[CompactionPart(content="The session so far. " + "x" * 12_000)])
+    history: list[ModelMessage] = [summary]
+    for i in range(5):
+        history += [_call("ls", {"path": f"d{i}"}, f"c{i}"), _result("ls", "a.py", f"c{i}")]
+    policy = CachePolicy(min_interval=20, thin=False)
+
+    def due(messages: list[ModelMessage], budget: int) -> bool:
+        size = Measure(len(messages), count_tokens_approximately(messages), budget)
+        return policy.due(messages, size, ("tokens", 2_000), ("tokens", 1_000))
+
+    assert responses_since_reduction(history) == 5 and responses_since_reduction(history[1:]) is None
+    assert not due(history, 100_000), "5 requests after a reduction: not yet"
+    assert due(history, 3_200), "at the limit (95% of the budget) it reduces whatever the interval"
+    later = list(history)
+    for i in range(5, 20):
+        later += [_call("ls", {"path": f"d{i}"}, f"c{i}"), _result("ls", "a.py", f"c{i}")]
+    assert due(later, 100_000), "20 requests on, the formula decides again"
 
 
 # --- thinning ---------------------------------------------------------------------------------------------------
