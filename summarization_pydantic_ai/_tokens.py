@@ -162,7 +162,12 @@ class IncrementalCounter:
         history check serves both. Counts kept on `tally` by another counter are measured again."""
         with self._lock:
             if tally.counter is not self or len(tally.counts) != len(tally):
-                tally.counts = self._measure_all(messages)
+                # Counts this counter keeps for the same messages (e.g. a history a store measured as it loaded
+                # it: `HistoryStore.load()`) serve the prefix they share: the very objects, in order.
+                known = self._tallies.find(messages)
+                common = known.seen_prefix(messages) if known is not None and len(known.counts) == len(known) else 0
+                measured = self._measure_all(messages[common:] if common else messages)
+                tally.counts = [*known.counts[:common], *measured] if known is not None and common else measured
                 tally.total, tally.counter = sum(tally.counts), self
             elif change.kind != "unchanged":
                 self._apply(tally, messages, change)

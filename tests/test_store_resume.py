@@ -4,21 +4,35 @@ a point that does not describe the file is never trusted, and a span read by ids
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import CompactionPart, ModelMessage, ModelMessagesTypeAdapter, ModelRequest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_store import make_messages
 
 from summarization_pydantic_ai import (
+    ContextManagerMiddleware,
     JsonHistoryStore,
+    count_tokens_approximately,
     ensure_message_id,
+    estimate_message_tokens,
     get_message_id,
     read_records,
     working_context,
 )
 from summarization_pydantic_ai._messages import SUMMARY_METADATA_KEY
+from summarization_pydantic_ai._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
 from summarization_pydantic_ai.store import _checked, _resume
 from summarization_pydantic_ai.store._resume import point_path
 
@@ -131,3 +145,35 @@ def test_a_span_read_by_ids_decodes_only_that_span(tmp_path: Path, monkeypatch: 
     assert _dumped(page.messages) == _dumped(recorded[100:120]) and page.total == 20
     assert decoded == [20] and sum(read) < path.stat().st_size / 20
     store.close()
+
+
+def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart(f"answer {len(messages)}")])
+
+
+async def test_a_loaded_history_is_measured_once_as_it_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """load() measures the messages it decoded (in its worker thread): the first count of the loaded history, and
+    the middleware's count when a run resumes it, measure only what is new."""
+    path = tmp_path / "messages.json"
+    middleware = ContextManagerMiddleware(max_tokens=1_000_000, summarization_model=None, messages_path=path)
+    agent = Agent(FunctionModel(_answer), capabilities=[middleware])
+    result = await agent.run("first question")
+    for turn in range(30):
+        result = await agent.run(f"question {turn}", message_history=result.all_messages())
+    loaded = await JsonHistoryStore.reader(path).load()
+    measured: list[int] = []
+    real = _default_counter._measure_all  # pyright: ignore[reportPrivateUsage]
+
+    def counting(messages: Sequence[ModelMessage]) -> list[int]:
+        measured.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(_default_counter, "_measure_all", counting)
+    assert count_tokens_approximately(loaded) == sum(estimate_message_tokens(m) for m in loaded)
+    assert measured == []  # measured by load()
+    resumed = Agent(
+        FunctionModel(_answer),
+        capabilities=[ContextManagerMiddleware(max_tokens=1_000_000, summarization_model=None, messages_path=path)],
+    )
+    await resumed.run("one more", message_history=loaded)
+    assert 0 < sum(measured) <= 4  # the new prompt and the answer, not the 62 loaded messages

@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
+from .._tokens import count_tokens_approximately
 from ._appending import new_records, place, write_tail
 from ._database import SearchHit
 from ._file_search import search_file
@@ -171,8 +172,13 @@ class JsonHistoryStore:
             return opened.read_messages(opened.ensure_index().slots)
 
     def load_sync(self) -> list[ModelMessage]:
+        """The working context (see `load`). Its messages are also measured for `count_tokens_approximately`
+        here, while decoding has them in the CPU's caches: the first count of a loaded history costs a lookup,
+        and an event loop never measures it."""
         with self._lock:
-            return self._ensure_open().load_working()
+            messages = self._ensure_open().load_working()
+        count_tokens_approximately(messages)
+        return messages
 
     def read_sync(
         self, start_id: str | None = None, end_id: str | None = None, *, offset: int = 0, limit: int = 50
