@@ -22,7 +22,8 @@ too); each configuration's requests are then priced with `summarization_pydantic
 
 Costs include the output tokens (the same in every configuration except the summaries) and are relative to the
 unmanaged session. A prefix rewrite is a request that does not start with everything the previous one sent
-("head": the instructions or tools changed, e.g. the todo list in the instructions).
+("head": the instructions or tools changed, e.g. the todo list in the instructions). The section also carries the
+table as it was before the cost policy (`_coding_before.py`) and compares the two in dollars.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from _coding_before import BEFORE_COMMIT, BEFORE_ROWS, BEFORE_USD, BeforeRow
 from _common import write_section
 
-from pydantic_deep.agent import session_messages_path
 from pydantic_deep.evals import CodingSession, CodingSessionResult
-from pydantic_deep.todos import todo_toolset
-from summarization_pydantic_ai import STRATEGIES, ContextConfig, ContextManagerMiddleware
+from pydantic_deep.todos import TodoCapability
+from summarization_pydantic_ai import STRATEGIES, ContextConfig
 from summarization_pydantic_ai.cache import (
     AnthropicPromptCache,
     CacheReport,
@@ -101,23 +102,26 @@ class Row:
     valid: bool
 
 
+NONE = "none (no context management)"
+COMPRESSION = "compression only (`medium`)"
+DEFAULT = "default stack (eviction + middleware)"
+TODO_IN_INSTRUCTIONS = "none, todo list in the instructions (as on c218657)"
+
+
 def configurations(session: CodingSession) -> list[tuple[str, dict[str, Any]]]:
     """Each configuration as `create_deep_agent` keyword arguments (the session supplies model and tools)."""
     off: dict[str, Any] = {"eviction": False, "context_manager": False, "cost_tracking": False}
-    default = ContextManagerMiddleware(messages_path=session_messages_path, max_tokens=WINDOW)
     found: list[tuple[str, dict[str, Any]]] = [
-        ("none (no context management)", off),
-        ("compression only (`medium`)", {**off, "capabilities": [MessageCompressor(level="medium")]}),
-        ("default stack (eviction + middleware)", {"context_manager": default}),
+        (NONE, off),
+        (COMPRESSION, {**off, "capabilities": [MessageCompressor(level="medium")]}),
+        (DEFAULT, {"max_tokens": WINDOW}),  # the window the scripted model does not declare
     ]
     for strategy in STRATEGIES:
         config = ContextConfig(strategy, max_tokens=WINDOW, checkpoint_phases=session.phases)  # type: ignore[arg-type]
         found.append((f"`{strategy}`", {"context": config}))
-    # Diagnostics: the same todo tools, without the list in the instructions (where each update rewrites the head).
-    plain_todos: dict[str, Any] = {"todos": False, "toolsets": [todo_toolset()]}
-    found.append(("none, todo list not in the instructions", {**off, **plain_todos}))
-    default = ContextManagerMiddleware(messages_path=session_messages_path, max_tokens=WINDOW)
-    found.append(("default stack, todo list not in the instructions", {"context_manager": default, **plain_todos}))
+    # Diagnostic: the former todo tools, the list written into the instructions (each update rewrites the head).
+    former = [TodoCapability(show_in_instructions=True)]
+    found.append((TODO_IN_INSTRUCTIONS, {**off, "todos": False, "capabilities": former}))
     return found
 
 
@@ -147,15 +151,18 @@ def _ratio(value: Decimal | None, base: Decimal | None) -> str:
     return "n/a" if value is None or not base else f"{float(value / base):.0%}"
 
 
+_HEADER = [
+    "| Configuration | Requests (summaries) | Tokens sent | vs none | Largest request "
+    "| Cost vs none: Anthropic | Anthropic automatic | OpenAI | Cache-read share | Prefix rewrites /100 (head) "
+    "| Histories valid | Probes: request, todos, test result |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+]
+
+
 def render(rows: list[Row]) -> str:
     base = rows[0]
     base_tokens = base.priced["anthropic"].report.input_tokens
-    lines = [
-        "| Configuration | Requests (summaries) | Tokens sent | vs none | Largest request "
-        "| Cost vs none: Anthropic | Anthropic automatic | OpenAI | Cache-read share | Prefix rewrites /100 (head) "
-        "| Histories valid | Probes: request, todos, test result |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
+    lines = list(_HEADER)
     for row in rows:
         r, anthropic = row.result, row.priced["anthropic"]
         report = anthropic.report
@@ -170,6 +177,50 @@ def render(rows: list[Row]) -> str:
             f"| {'yes' if row.valid else '**NO**'} | {probes} |"
         )
     return "\n".join(lines)
+
+
+def render_before() -> str:
+    return "\n".join([*_HEADER, *(f"| {' | '.join(cells)} |" for cells in BEFORE_ROWS)])
+
+
+def _mid_per_100(rewrites: int, head: int, requests: int) -> float:
+    return 100 * (rewrites - head) / requests
+
+
+def compare(rows: list[Row]) -> str:
+    """Each configuration's dollars now against the same configuration before the cost policy."""
+    old_none, new_none = BEFORE_USD[NONE][0], _usd(rows[0])
+    lines = [
+        "| Configuration | Anthropic: before | now | now / before | vs c218657's none: before | now "
+        "| vs today's none | Mid-history rewrites /100: before | now | OpenAI: before | now |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        before = _before(row)
+        if before is None:
+            continue
+        now = _usd(row)
+        lines.append(
+            f"| {row.name} | ${before[0]:.2f} | ${now:.2f} | {now / before[0]:.2f}x | {before[0] / old_none:.1%} "
+            f"| {now / old_none:.1%} | {now / new_none:.1%} | {_mid_per_100(*before[3:]):.1f} | {_mid(row):.1f} "
+            f"| ${before[2]:.2f} | ${_usd(row, 'openai'):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def _before(row: Row) -> BeforeRow | None:
+    """The row's figures before; the diagnostic is set against the unmanaged session it reproduces."""
+    return BEFORE_USD.get(NONE if row.name == TODO_IN_INSTRUCTIONS else row.name)
+
+
+def _mid(row: Row) -> float:
+    anthropic = row.priced["anthropic"]
+    return _mid_per_100(anthropic.report.rewrites, anthropic.head_rewrites, anthropic.report.requests)
+
+
+def _usd(row: Row, cache: str = "anthropic") -> float:
+    cost = row.priced[cache].report.cost_usd
+    return float(cost) if cost is not None else float("nan")
 
 
 _INTRO = """\
@@ -193,33 +244,42 @@ requests are priced with `summarization_pydantic_ai.cache.CacheSimulator`:
 
 Costs include output tokens and are relative to the unmanaged session; tokens sent count every request
 (summaries too). A prefix rewrite is a request that does not start with everything the previous request sent;
-"head": its instructions or tool definitions changed (the todo list lives in the instructions, so every
-`write_todos` that changes the list is one). The probes look at the session's last request: does it hold the
-latest user request verbatim, the current todo list, the last test result? The last two rows are diagnostics:
-the same todo tools without the list in the instructions.
+"head": its instructions or tool definitions changed; a row's mid-history rewrites are its rewrites minus its head
+rewrites. The probes look at the session's last request: does it hold the latest user request verbatim, the
+current todo list, the last test result? The default stack is `create_deep_agent(max_tokens=32_000)` (the scripted
+model declares no window). The last row is a diagnostic: the todo list written into the instructions, as it was
+on c218657 (`TodoCapability(show_in_instructions=True)`), without context management.
 """
 
 
-def _cost(row: Row, base: Row, cache: str = "anthropic") -> float:
-    value, reference = row.priced[cache].report.cost_usd, base.priced[cache].report.cost_usd
-    return float(value / reference) if value is not None and reference else float("nan")
+_BEFORE_INTRO = """\
+Before the cost policy ({commit}, context management as on c218657; the todo list then lived in the
+instructions, so every update re-wrote the whole cached prompt, and "none" paid for it):
+"""
 
 
 def findings(rows: list[Row]) -> str:
-    """A few sentences computed from the rows (they stay true when the table is regenerated)."""
+    """The acceptance figures of issue 21, computed from the rows (they stay true when the table is regenerated)."""
     by_name = {row.name: row for row in rows}
-    none, plain = by_name["none (no context management)"], by_name["none, todo list not in the instructions"]
-    default = by_name["default stack (eviction + middleware)"]
-    default_plain = by_name["default stack, todo list not in the instructions"]
-    plain_cost = _cost(plain, none)
-    rewrites = none.priced["anthropic"]
+    none, former = by_name[NONE], by_name[TODO_IN_INSTRUCTIONS]
+    presets = [row for row in rows if row.name.startswith("`")]
+    ratios = [_usd(row) / BEFORE_USD[row.name][0] for row in presets]
+    larger = [row.name for row in presets if _usd(row) / _usd(none) > BEFORE_USD[row.name][0] / BEFORE_USD[NONE][0]]
+    mids = {row.name: _mid(row) for row in rows}
+    worst = max((row.name for row in [*presets, by_name[DEFAULT]]), key=lambda name: mids[name])
+    compared = [row for row in rows if row.name in BEFORE_USD]
+    cheaper_openai = [row for row in compared if _usd(row, "openai") <= BEFORE_USD[row.name][2]]
+    compression = 1 - _usd(by_name[COMPRESSION]) / _usd(none)
     return (
-        f"Reading it: the unmanaged session makes {rewrites.report.rewrites} prefix rewrites, "
-        f"{rewrites.head_rewrites} of them head rewrites (the todo updates). Without the list in the instructions "
-        f"the same session costs {plain_cost:.0%} of it on Anthropic: the todo list in the instructions alone "
-        f"multiplies the unmanaged bill by {1 / plain_cost:.1f}. Against that baseline the default stack costs "
-        f"{_cost(default, plain):.0%}, and {_cost(default_plain, plain):.0%} with the list out of the instructions. "
-        "A row's mid-history rewrites are its rewrites minus its head rewrites."
+        f"Reading it: every preset costs {min(ratios):.2f}-{max(ratios):.2f}x its own dollars before the cost policy "
+        f"(Anthropic message prefix; the default stack {_usd(by_name[DEFAULT]) / BEFORE_USD[DEFAULT][0]:.2f}x). "
+        f"The unmanaged session itself costs {_usd(none) / BEFORE_USD[NONE][0]:.0%} of what it did (the todo list "
+        f"left the instructions; with it there again, {_usd(former) / BEFORE_USD[NONE][0]:.0%}), so against today's "
+        f"unmanaged session {len(larger)} of {len(presets)} presets take a larger share than before "
+        f"({', '.join(larger) or 'none'}) although each costs less: both columns are in the comparison. Compression "
+        f"alone saves {compression:.0%} of the unmanaged cost. The most mid-history rewrites: {worst}, "
+        f"{mids[worst]:.1f} per 100 requests. With the OpenAI model {len(cheaper_openai)} of {len(compared)} "
+        "configurations cost at most what they did."
     )
 
 
@@ -248,6 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     section = [
         _INTRO.format(requests=requests),
         render(rows),
+        "",
+        _BEFORE_INTRO.format(commit=BEFORE_COMMIT),
+        render_before(),
+        "",
+        "In dollars, each configuration against itself before:",
+        "",
+        compare(rows),
         "",
         findings(rows),
         "",
