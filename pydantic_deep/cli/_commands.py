@@ -33,7 +33,7 @@ def _messages(info: SessionInfo) -> list[ModelMessage]:
 
 
 def list_sessions(session_dir: Path, console: Console) -> int:
-    console.print(sessions_table(SessionManager(base_dir=session_dir).list()))
+    console.print(sessions_table(SessionManager(base_dir=session_dir).list(), width=console.width))
     return 0
 
 

@@ -24,6 +24,8 @@ from ._ui import format_bytes
 __all__ = ["checkpoints_table", "export_json", "export_markdown", "render_history", "role_of", "sessions_table"]
 
 _PROMPT_WIDTH = 36
+_MODEL_WIDTH = 24
+_WIDE = 130
 _PART_CHARS = 1_200
 
 
@@ -38,26 +40,34 @@ def _clip(text: str | None, width: int = _PROMPT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def sessions_table(sessions: Sequence[SessionInfo], current: str | None = None) -> Table | Text:
+def sessions_table(sessions: Sequence[SessionInfo], current: str | None = None, *, width: int = 200) -> Table | Text:
+    """The sessions, most recently active first; the model column only on a console of `width` >= 130 (on a narrower
+    one the first prompt keeps the room)."""
     if not sessions:
         return Text("No sessions yet: pydantic-deep chat (or pydantic-deep demo) creates one.")
     table = Table(title="Sessions", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("id", no_wrap=True, min_width=12)
     table.add_column("last active", no_wrap=True, min_width=11)
-    for column, width in (("msgs", 5), ("compactions", 11), ("size", 8), ("cost", 7)):
-        table.add_column(column, justify="right", no_wrap=True, min_width=width)
+    for column, least in (("msgs", 5), ("compactions", 11), ("size", 8), ("cost", 7)):
+        table.add_column(column, justify="right", no_wrap=True, min_width=least)
+    with_model = width >= _WIDE
+    if with_model:
+        table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=_MODEL_WIDTH)
     table.add_column("first prompt", no_wrap=True, overflow="ellipsis", max_width=_PROMPT_WIDTH)
     for info in sorted(sessions, key=lambda s: s.last_active, reverse=True):
         marker = "*" if info.id == current else ""
-        table.add_row(
+        cells = [
             info.id + marker,
             _when(info.last_active, "%m-%d %H:%M"),
             f"{info.message_count:,}",
             str(info.compactions),
             format_bytes(info.size_bytes),
             format_cost(info.cost) if info.cost.total.requests else "-",
-            "(unreadable: " + info.error + ")" if info.error else _clip(info.first_prompt),
-        )
+        ]
+        if with_model:
+            cells.append(_clip(info.model, _MODEL_WIDTH) if info.model else "-")
+        cells.append("(unreadable: " + info.error + ")" if info.error else _clip(info.first_prompt))
+        table.add_row(*cells)
     return table
 
 

@@ -240,7 +240,8 @@ async def _search(state: ChatState, arg: str) -> None:
 
 
 async def _sessions(state: ChatState, arg: str) -> None:
-    state.ui.console.print(sessions_table(await state.manager.list_async(), current=state.id))
+    console = state.ui.console
+    console.print(sessions_table(await state.manager.list_async(), current=state.id, width=console.width))
 
 
 async def _fork(state: ChatState, arg: str) -> None:

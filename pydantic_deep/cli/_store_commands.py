@@ -35,7 +35,7 @@ async def list_stored(url: str, session_dir: Path, console: Console) -> int:
     finally:
         await manager.close()
     console.print(f"Sessions in {manager.location}", style="dim", markup=False, highlight=False, soft_wrap=True)
-    console.print(sessions_table(sessions))
+    console.print(sessions_table(sessions, width=console.width))
     return 0
 
 

@@ -11,23 +11,24 @@ import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio.to_thread
 from pydantic_ai.messages import ModelMessage
 
-from summarization_pydantic_ai import get_message_id, is_summary_message, validate_session_id
-from summarization_pydantic_ai.cost import CostLedger
-from summarization_pydantic_ai.store import SessionSummary
+from summarization_pydantic_ai import get_message_id, validate_session_id
+from summarization_pydantic_ai.cost import CostTotals
+from summarization_pydantic_ai.store import SessionCatalog
+from summarization_pydantic_ai.store._catalog import fold_records
 
 from ._folders import SessionExistsError, SessionNotFoundError, copy_side_dirs, new_folder, now, write_metadata
 from ._history import cut_records, history_in_records
-from ._info import METADATA_FILE, SessionInfo, _parse_time, _prompt_of, read_metadata  # pyright: ignore[reportPrivateUsage]
+from ._info import METADATA_FILE, SessionInfo, read_metadata, session_info
 
 if TYPE_CHECKING:
     from ..storage import Storage
 
-__all__ = ["DatabaseSessions", "describe_records"]
+__all__ = ["DatabaseSessions"]
 
 _BATCH = 500
 """Records per append when a fork copies a history (one transaction each)."""
@@ -60,21 +61,20 @@ class DatabaseSessions:
     # -- reading --------------------------------------------------------------------------------------------------
 
     async def list(self) -> list[SessionInfo]:
-        summaries = {s.session_id: s for s in await self.storage.history.sessions()}
-        local = await anyio.to_thread.run_sync(self._metadata_ids)
-        infos = [
-            await self._describe(i, summaries.get(i), await self._metadata(i)) for i in sorted(summaries.keys() | local)
-        ]
+        """Every session: from the database's catalogue (one query, whatever the sessions hold) and the sessions'
+        metadata (one more)."""
+        entries = await self._catalog(None)
+        metadata = await anyio.to_thread.run_sync(self._all_metadata)
+        infos = [self._info(i, entries.get(i), metadata.get(i, {})) for i in sorted(entries.keys() | metadata.keys())]
         infos.sort(key=lambda info: info.last_active, reverse=True)
         return infos
 
     async def get(self, session_id: str) -> SessionInfo:
-        summaries = await self.storage.history.sessions()  # read once: it answers `exists` too
-        summary = next((s for s in summaries if s.session_id == session_id), None)
+        entries = await self._catalog([validate_session_id(session_id)])
         metadata = await self._metadata(session_id)
-        if summary is None and not metadata:
+        if not entries and not metadata:
             raise SessionNotFoundError(f"no session {session_id!r} in {self.where}")
-        return await self._describe(session_id, summary, metadata)
+        return self._info(session_id, entries.get(session_id), metadata)
 
     async def resume(self, session_id: str) -> list[ModelMessage]:
         await self.require(session_id)
@@ -94,7 +94,7 @@ class DatabaseSessions:
         await self._refuse_existing(session_id)
         metadata = {"id": session_id, "created": now()}
         await self._new_session(session_id, metadata)
-        return await self._describe(session_id, None, metadata)
+        return self._info(session_id, None, metadata)
 
     async def fork(self, session_id: str, at_message_id: str | None, new_id: str) -> SessionInfo:
         """Copy the records up to `at_message_id` (every version of each, summaries, their search texts) into a
@@ -177,52 +177,60 @@ class DatabaseSessions:
             return found
         return {k: v for k, v in (await anyio.to_thread.run_sync(read_metadata, folder)).items() if isinstance(v, str)}
 
-    def _metadata_ids(self) -> set[str]:
-        """Sessions created or forked that may have no record yet."""
-        store = self.storage.session_metadata
-        ids = set(store.ids()) if store is not None else set[str]()
+    def _all_metadata(self) -> dict[str, dict[str, str]]:
+        """Every session's metadata: the database's, else a `session.json` on this host (sessions created or forked
+        that may have no record yet)."""
+        found: dict[str, dict[str, str]] = {}
         try:
-            local = {p.parent.name for p in self.sessions_dir.glob(f"*/{METADATA_FILE}") if p.is_file()}
+            local = [p.parent for p in self.sessions_dir.glob(f"*/{METADATA_FILE}") if p.is_file()]
         except OSError:
-            local = set[str]()
-        return ids | local
+            local = []
+        for folder in local:
+            found[folder.name] = {k: v for k, v in read_metadata(folder).items() if isinstance(v, str)}
+        store = self.storage.session_metadata
+        if isinstance(store, _ListsAll):
+            found.update(store.items())
+        elif store is not None:
+            found.update((i, data) for i in store.ids() if (data := store.get(i)) is not None)
+        return found
 
-    async def _describe(self, session_id: str, summary: SessionSummary | None, metadata: dict[str, str]) -> SessionInfo:
-        records = await self.storage.history.session(session_id).load_all()
-        return describe_records(session_id, self.folder(session_id), records, summary, dict(metadata), self.where)
+    async def _catalog(self, session_ids: list[str] | None) -> dict[str, SessionCatalog]:
+        """The catalogue entries of the sessions holding records (all, or `session_ids`)."""
+        history = self.storage.history
+        if isinstance(history, _Catalogued):
+            return {entry.session_id: entry for entry in await history.catalog(session_ids)}
+        entries: dict[str, SessionCatalog] = {}  # another HistoryDatabase: its records folded here
+        for summary in await history.sessions():
+            if session_ids is None or summary.session_id in session_ids:
+                versions = await history.session(summary.session_id).load_versions()
+                fold = fold_records((get_message_id(m), m) for m in versions)
+                entries[summary.session_id] = fold.entry(
+                    summary.session_id,
+                    size_bytes=summary.size_bytes,
+                    created_at=summary.created_at,
+                    updated_at=summary.updated_at,
+                )
+        return entries
+
+    def _info(self, session_id: str, entry: SessionCatalog | None, metadata: dict[str, str]) -> SessionInfo:
+        if entry is None:  # created (or forked from nothing), never run
+            entry = SessionCatalog(session_id, 0, 0, None, None, None, CostTotals(), 0, None, None)
+        folder = self.sessions_dir / session_id  # an id the database holds: validated when it was written
+        return session_info(entry, folder, metadata, created=datetime.now(UTC), history_url=self.where)
 
 
-def describe_records(
-    session_id: str,
-    folder: Path,
-    records: Sequence[ModelMessage],
-    summary: SessionSummary | None,
-    metadata: dict[str, object],
-    url: str,
-) -> SessionInfo:
-    """The `SessionInfo` of a database session from its records (`load_all()`) and its summary row."""
-    messages = [m for m in records if not is_summary_message(m)]
-    ledger = CostLedger()
-    ledger.add_messages(list(records))
-    first_time = next((t for m in messages if (t := getattr(m, "timestamp", None)) is not None), None)
-    first_prompt = next((p for m in messages if (p := _prompt_of(m)) is not None), None)
-    created = _parse_time(metadata.get("created")) or (summary.created_at if summary else None) or first_time
-    created = created or datetime.now(UTC)
-    forked_from = metadata.get("forked_from")
-    return SessionInfo(
-        id=session_id,
-        path=folder,
-        messages_path=folder / "messages.json",
-        created=created,
-        last_active=(summary.updated_at if summary else None) or created,
-        message_count=len(messages),
-        first_prompt=first_prompt,
-        size_bytes=summary.size_bytes if summary else 0,
-        compactions=len(records) - len(messages),
-        forked_from=forked_from if isinstance(forked_from, str) else None,
-        cost=ledger.totals(),
-        history_url=url,
-    )
+@runtime_checkable
+class _Catalogued(Protocol):
+    """A `HistoryDatabase` keeping a catalogue of its sessions (SQLite, PostgreSQL, a folder of messages.json)."""
+
+    async def catalog(self, session_ids: Sequence[str] | None = None) -> list[SessionCatalog]: ...
+
+
+@runtime_checkable
+class _ListsAll(Protocol):
+    """A `SessionMetadataStore` that reads every session's metadata at once (SQLite, PostgreSQL)."""
+
+    def items(self) -> dict[str, dict[str, str]]: ...
 
 
 async def _copy_records(storage: Storage, session_id: str, versions: list[ModelMessage], texts: dict[str, str]) -> None:

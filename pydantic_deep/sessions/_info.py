@@ -1,26 +1,23 @@
-"""`SessionInfo`: what a listing shows of one session, read from its files without changing them."""
+"""`SessionInfo`: what a listing shows of one session, read from its store's catalogue without reading its
+records (`SessionCatalog`)."""
 
 from __future__ import annotations
 
 import json
-import os
-import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from summarization_pydantic_ai.cost import CostTotals
+from summarization_pydantic_ai.store import SessionCatalog, read_catalog
 
-from summarization_pydantic_ai import read_records
-from summarization_pydantic_ai.cost import CostLedger, CostTotals
-
-__all__ = ["METADATA_FILE", "SessionInfo", "describe", "read_metadata"]
+__all__ = ["METADATA_FILE", "SessionInfo", "describe", "read_metadata", "session_info"]
 
 METADATA_FILE = "session.json"
 """Written by `SessionManager.create` and `fork` (creation time, where a fork comes from); optional: a session
 written by `ContextManagerMiddleware` alone has none."""
-_FIRST_PROMPT_CHARS = 200
 _EMPTY_FILE_BYTES = len(b"[\n]\n")
 
 
@@ -38,7 +35,7 @@ class SessionInfo:
     created: datetime
     """From `session.json`, else the first message's timestamp, else the directory's modification time (UTC)."""
     last_active: datetime
-    """When the history file was last written (UTC)."""
+    """When the history was last written (UTC)."""
     message_count: int
     """Messages recorded (summaries and edits of one message not counted)."""
     first_prompt: str | None
@@ -55,26 +52,8 @@ class SessionInfo:
     """What the recorded history cost (`session_costs` of its records; a fork includes what it copied)."""
     history_url: str | None = None
     """The database holding the history (any password redacted), with a database store; `None`: `messages_path`."""
-
-
-@dataclass
-class _Scan:
-    """What was learned of one history file, kept per process so a later listing reads only what was appended."""
-
-    inode: int = 0
-    """The file scanned: an atomic rewrite (a repair, an import) makes a new one, read again from the start."""
-    first_id: str | None = None
-    next_offset: int = 0
-    seen: set[str] = field(default_factory=set[str])
-    messages: int = 0
-    summaries: int = 0
-    first_prompt: str | None = None
-    first_timestamp: datetime | None = None
-    cost: CostLedger = field(default_factory=CostLedger)
-
-
-_scans: dict[Path, _Scan] = {}
-_scans_lock = threading.Lock()
+    model: str | None = None
+    """The model of the latest response (`provider:model`)."""
 
 
 def _utc(timestamp: float) -> datetime:
@@ -90,76 +69,56 @@ def read_metadata(session_dir: Path) -> dict[str, Any]:
     return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 
 
-def _prompt_of(message: ModelMessage) -> str | None:
-    if not isinstance(message, ModelRequest):
-        return None
-    for part in message.parts:
-        if isinstance(part, UserPromptPart):
-            content = part.content
-            text = content if isinstance(content, str) else " ".join(c for c in content if isinstance(c, str))
-            return text[:_FIRST_PROMPT_CHARS]
-    return None
-
-
-def _scan(path: Path, stat: os.stat_result) -> _Scan:
-    """Count the records of `path`, reading only what was appended since the last scan of this process."""
-    key = path.resolve()
-    with _scans_lock:
-        previous = _scans.get(key)
-    if previous is not None and (previous.inode != stat.st_ino or previous.next_offset > stat.st_size):
-        previous = None  # replaced or shrunk: read it all again
-    batch = read_records(path, previous.next_offset if previous else 0)
-    if previous is not None and batch.first_message_id != previous.first_id:
-        previous = None  # the file was replaced: read it all again
-        batch = read_records(path)
-    scan = previous or _Scan(inode=stat.st_ino, first_id=batch.first_message_id)
-    for record in batch.records:
-        key_of_record = record.message_id or f"@{record.offset}"
-        if key_of_record in scan.seen:
-            continue  # a newer version of a message already counted
-        scan.seen.add(key_of_record)
-        scan.cost.add_messages([record.message])
-        if record.is_summary:
-            scan.summaries += 1
-            continue
-        scan.messages += 1
-        if scan.first_timestamp is None:
-            scan.first_timestamp = getattr(record.message, "timestamp", None)
-        if scan.first_prompt is None:
-            scan.first_prompt = _prompt_of(record.message)
-    scan.next_offset = batch.next_offset
-    with _scans_lock:
-        _scans[key] = scan
-    return scan
-
-
 def describe(session_id: str, session_dir: Path) -> SessionInfo:
-    """The `SessionInfo` of a session directory; a history that cannot be read gives one with `error` set."""
+    """The `SessionInfo` of a session directory, from its history's catalogue (`read_catalog`: the sidecar, or the
+    records folded again when it is missing or stale); a history that cannot be read gives one with `error` set."""
     messages_path = session_dir / "messages.json"
     metadata = read_metadata(session_dir)
     try:
         folder_time = _utc(session_dir.stat().st_mtime)
-        stat = messages_path.stat() if messages_path.exists() else None
-        scan = _scan(messages_path, stat) if stat is not None else _Scan()
+        entry = read_catalog(messages_path, session_id)
     except OSError as exc:
         return _broken(session_id, session_dir, f"cannot read {messages_path}: {exc}")
+    if entry is None:  # created, never run
+        created = _parse_time(metadata.get("created")) or folder_time
+        entry = SessionCatalog(session_id, 0, 0, None, None, None, CostTotals(), 0, None, created)
+    return session_info(entry, session_dir, metadata, created=folder_time)
+
+
+def session_info(
+    entry: SessionCatalog,
+    session_dir: Path,
+    metadata: Mapping[str, object],
+    *,
+    created: datetime,
+    history_url: str | None = None,
+) -> SessionInfo:
+    """The `SessionInfo` of a catalogue entry: created from the metadata, else the store, else the first message,
+    else `created`; `error` set for a history file that holds bytes but not one readable message."""
     error = None
-    if stat is not None and stat.st_size > _EMPTY_FILE_BYTES and not scan.seen:
-        error = f"{messages_path} holds no readable message (damaged, or not written by this library)"
-    created = _parse_time(metadata.get("created")) or scan.first_timestamp or folder_time
+    if (
+        entry.created_at is None
+        and entry.size_bytes > _EMPTY_FILE_BYTES
+        and not entry.message_count + entry.compactions
+    ):
+        error = f"{session_dir / 'messages.json'} holds no readable message (damaged, or not written by this library)"
+    created = _parse_time(metadata.get("created")) or entry.created_at or entry.first_message_at or created
+    forked_from = metadata.get("forked_from")
     return SessionInfo(
-        id=session_id,
+        id=entry.session_id,
         path=session_dir,
-        messages_path=messages_path,
+        messages_path=session_dir / "messages.json",
         created=created,
-        last_active=_utc(stat.st_mtime) if stat is not None else created,
-        message_count=scan.messages,
-        first_prompt=scan.first_prompt,
-        size_bytes=stat.st_size if stat is not None else 0,
-        compactions=scan.summaries,
-        forked_from=metadata.get("forked_from") if isinstance(metadata.get("forked_from"), str) else None,
+        last_active=entry.updated_at or created,
+        message_count=entry.message_count,
+        first_prompt=entry.first_prompt,
+        size_bytes=entry.size_bytes,
+        compactions=entry.compactions,
+        forked_from=forked_from if isinstance(forked_from, str) else None,
         error=error,
-        cost=scan.cost.totals(),
+        cost=entry.cost,
+        history_url=history_url,
+        model=entry.model,
     )
 
 

@@ -252,6 +252,12 @@ class PostgresSessionMetadataStore:
         sql = self._tables.tables.sql("SELECT id FROM {sessions} ORDER BY id")
         return [str(r[0]) for r in self._tables.run(lambda conn: conn.execute(sql).fetchall())]
 
+    def items(self) -> dict[str, dict[str, str]]:
+        """Every session's metadata, by session id (one query: what a listing needs)."""
+        sql = self._tables.tables.sql("SELECT id, data FROM {sessions} ORDER BY id")
+        rows = self._tables.run(lambda conn: conn.execute(sql).fetchall())
+        return {str(r[0]): {str(k): str(v) for k, v in _json(r[1]).items()} for r in rows}
+
 
 def _json(value: Any) -> dict[str, Any]:
     return cast(dict[str, Any], value if isinstance(value, dict) else json.loads(value))  # jsonb: a dict already

@@ -188,3 +188,8 @@ class SQLiteSessionMetadataStore:
 
     def ids(self) -> list[str]:
         return [str(r[0]) for r in self._tables.rows("SELECT id FROM deep_sessions ORDER BY id")]
+
+    def items(self) -> dict[str, dict[str, str]]:
+        """Every session's metadata, by session id (one query: what a listing needs)."""
+        rows = self._tables.rows("SELECT id, data FROM deep_sessions ORDER BY id")
+        return {str(r[0]): {str(k): str(v) for k, v in json.loads(r[1]).items()} for r in rows}

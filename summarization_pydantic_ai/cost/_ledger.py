@@ -51,6 +51,9 @@ class CostLedger:
     _savings: list[_OpenSaving] = field(default_factory=list[_OpenSaving])
     _unpriced: dict[str, None] = field(default_factory=dict[str, None])
     _cache: CacheLedger = field(default_factory=CacheLedger)
+    warn_unpriced: bool = True
+    """Log a warning the first time a model genai-prices does not know is priced (a listing of sessions keeps
+    quiet: it reads what was spent, it does not run anything)."""
 
     def add_messages(self, messages: Iterable[ModelMessage]) -> list[Priced]:
         """Count every request of a history not counted yet: responses, and the summarizer calls of summaries."""
@@ -110,14 +113,16 @@ class CostLedger:
     def copy(self) -> CostLedger:
         """An independent copy: what a later run of the same session starts from."""
         savings = [replace(saving, later=Counter(saving.later)) for saving in self._savings]
-        return CostLedger(dict(self._spend), set(self._seen), savings, dict(self._unpriced), self._cache.copy())
+        return CostLedger(
+            dict(self._spend), set(self._seen), savings, dict(self._unpriced), self._cache.copy(), self.warn_unpriced
+        )
 
     def totals(self) -> CostTotals:
         return CostTotals(
             agent=self._spend["agent"],
             summarizer=self._spend["summarizer"],
             overflow_retry=self._spend["overflow_retry"],
-            savings=tuple(_saving(open_saving) for open_saving in self._savings),
+            savings=tuple(_saving(open_saving, self.warn_unpriced) for open_saving in self._savings),
             unpriced_models=tuple(self._unpriced),
             cache=self._cache.report(),
             reductions=self._cache.reductions(),
@@ -132,7 +137,7 @@ class CostLedger:
         return True
 
     def _add(self, kind: RequestKind, usage: RequestUsage, model: str | None, provider: str | None) -> Priced:
-        cost = price_usage(usage, model, provider)
+        cost = price_usage(usage, model, provider, warn=self.warn_unpriced)
         label = model_label(model, provider)
         if cost is None:
             self._unpriced[label] = None
@@ -192,9 +197,9 @@ def _usage(call: dict[str, Any]) -> RequestUsage:
     )
 
 
-def _saving(saving: _OpenSaving) -> CompactionSaving:
+def _saving(saving: _OpenSaving, warn: bool) -> CompactionSaving:
     total: Decimal | None = Decimal(0)
     for (model, provider), count in saving.later.items():
-        price = price_usage(RequestUsage(input_tokens=saving.tokens_removed), model, provider)
+        price = price_usage(RequestUsage(input_tokens=saving.tokens_removed), model, provider, warn=warn)
         total = None if price is None or total is None else total + price * count
     return CompactionSaving(saving.summary_id, saving.tokens_removed, saving.later.total(), total)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import fields
 from decimal import Decimal
 
 from genai_prices import calc_price
@@ -31,6 +32,34 @@ def price_usage(usage: RequestUsage, model: str | None, provider: str | None, *,
     with one warning per model name."""
     if model and provider is None and ":" in model:
         provider, _, model = model.partition(":")  # `price_as='openai:gpt-4.1'`: the provider, then the model
+    key = _key(usage, model, provider)
+    if key in _recent:
+        price = _recent[key]
+    else:
+        price = _price(usage, model, provider)
+        if len(_recent) >= _RECENT_MAX:
+            _recent.clear()  # atomic (worker threads price too); refilled by the next calls
+        _recent[key] = price
+    if price is None and warn:
+        _warn_unknown(model_label(model, provider))
+    return price
+
+
+_recent: dict[tuple[object, ...], Decimal | None] = {}
+"""Prices computed lately, by model and usage: one response is priced by the run's ledger, the session's, and the
+session catalogue its store keeps (genai-prices takes ~0.1 ms a call)."""
+_RECENT_MAX = 1024
+
+
+_USAGE_FIELDS = tuple(f.name for f in fields(RequestUsage) if f.name != "details")
+
+
+def _key(usage: RequestUsage, model: str | None, provider: str | None) -> tuple[object, ...]:
+    counts = tuple(getattr(usage, name) for name in _USAGE_FIELDS)
+    return (model, provider, counts, tuple(sorted(usage.details.items())))
+
+
+def _price(usage: RequestUsage, model: str | None, provider: str | None) -> Decimal | None:
     if model:
         provider_id = PROVIDER_ALIASES.get(provider, provider) if provider else None
         for candidate in (provider_id, None) if provider_id else (None,):
@@ -38,8 +67,6 @@ def price_usage(usage: RequestUsage, model: str | None, provider: str | None, *,
                 return calc_price(usage, model, provider_id=candidate).total_price
             except LookupError:
                 continue
-    if warn:
-        _warn_unknown(model_label(model, provider))
     return None
 
 

@@ -7,6 +7,8 @@
 
 from typing import TYPE_CHECKING, Any
 
+from ._catalog import SessionCatalog
+from ._catalog_file import read_catalog
 from ._copy import CopyReport, copy_sessions
 from ._database import (
     HistoryDatabase,
@@ -82,6 +84,7 @@ __all__ = [
     "SearchHit",
     "SearchQueryError",
     "SearchableHistoryStore",
+    "SessionCatalog",
     "SessionSummary",
     "StoreReport",
     "StoreURLError",
@@ -95,6 +98,7 @@ __all__ = [
     "open_database",
     "open_store",
     "query_terms",
+    "read_catalog",
     "read_records",
     "redact_url",
     "shared_index",

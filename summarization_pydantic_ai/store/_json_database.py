@@ -14,9 +14,10 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from ._catalog import SessionCatalog
+from ._catalog_file import read_catalog
 from ._database import SearchHit, SessionSummary
 from ._file_search import forget_index
-from ._framing import scan
 from ._json_search import search_texts_path
 from ._json_store import JsonHistoryStore
 from ._protocol import HistoryStoreError, validate_session_id
@@ -24,8 +25,8 @@ from ._protocol import HistoryStoreError, validate_session_id
 __all__ = ["HISTORY_FILE", "JsonHistoryDatabase"]
 
 HISTORY_FILE = "messages.json"
-_DERIVED = (".resume", ".index.sqlite", ".index.sqlite-wal", ".index.sqlite-shm")
-"""Files derived from a history file (its resume point, its search index), deleted with it."""
+_DERIVED = (".resume", ".catalog", ".index.sqlite", ".index.sqlite-wal", ".index.sqlite-shm")
+"""Files derived from a history file (its resume point, its catalogue, its search index), deleted with it."""
 
 
 class JsonHistoryDatabase:
@@ -50,23 +51,32 @@ class JsonHistoryDatabase:
         return store
 
     async def sessions(self) -> list[SessionSummary]:
-        return await anyio.to_thread.run_sync(self._sessions)
+        return [
+            SessionSummary(c.session_id, c.message_count + c.compactions, c.size_bytes, None, c.updated_at)
+            for c in await self.catalog()
+            if c.message_count + c.compactions
+        ]
 
-    def _sessions(self) -> list[SessionSummary]:
-        summaries: list[SessionSummary] = []
-        for path in self.root.glob(f"*/{HISTORY_FILE}"):
+    async def catalog(self, session_ids: Sequence[str] | None = None) -> list[SessionCatalog]:
+        """What a listing shows of every session with a history file (or of `session_ids`), most recently updated
+        first, from each file's catalogue (`read_catalog`)."""
+        return await anyio.to_thread.run_sync(self._catalog, session_ids)
+
+    def _catalog(self, session_ids: Sequence[str] | None) -> list[SessionCatalog]:
+        if session_ids is None:
+            paths = list(self.root.glob(f"*/{HISTORY_FILE}"))
+        else:
+            paths = [self.path_of(session_id) for session_id in session_ids]
+        entries: list[SessionCatalog] = []
+        for path in paths:
             try:
-                data = path.read_bytes()
-                stat = path.stat()
+                entry = read_catalog(path)
             except OSError:
                 continue  # deleted meanwhile
-            ids = {record.message_id for record in scan(data).records}
-            if not ids:
-                continue
-            updated = datetime.fromtimestamp(stat.st_mtime, UTC)
-            summaries.append(SessionSummary(path.parent.name, len(ids), len(data), None, updated))
-        summaries.sort(key=lambda s: (s.updated_at or datetime.min.replace(tzinfo=UTC), s.session_id), reverse=True)
-        return summaries
+            if entry is not None:
+                entries.append(entry)
+        entries.sort(key=lambda c: (c.updated_at or datetime.min.replace(tzinfo=UTC), c.session_id), reverse=True)
+        return entries
 
     async def delete_session(self, session_id: str) -> bool:
         path = self.path_of(session_id)

@@ -22,6 +22,7 @@ from pydantic_ai.messages import ModelMessage
 
 from .._tokens import count_tokens_approximately
 from ._appending import new_records, place, write_tail
+from ._catalog_file import FileCatalogWriter
 from ._database import SearchHit
 from ._file_search import search_file
 from ._framing import FOOTER, scan
@@ -58,6 +59,7 @@ class JsonHistoryStore:
         self._lock = threading.Lock()
         self._opened = JsonFile(self._path, read_only=False)
         self._closed = False
+        self._catalog = FileCatalogWriter(self._path)  # messages.json.catalog, what a listing reads
 
     @classmethod
     def reader(cls, path: str | os.PathLike[str]) -> JsonHistoryStore:
@@ -153,8 +155,9 @@ class JsonHistoryStore:
             )
             if not new:
                 return 0
-            chunk, records = place(new, index.end, after_records=index.records_in_file > 0)
             assert opened.handle is not None
+            catalogued = self._catalog.prepare(opened.handle, new, index.positions)
+            chunk, records = place(new, index.end, after_records=index.records_in_file > 0)
             try:
                 write_tail(
                     opened.handle, index.end, chunk, cut=opened.bytes_after_end, fsync=self.fsync, where=self._path
@@ -164,6 +167,7 @@ class JsonHistoryStore:
                 raise
             opened.bytes_after_end = False
             opened.save_point([(record, index.add(record)) for record in records])
+            self._catalog.commit(catalogued, opened.handle)
             return len(records)
 
     def load_all_sync(self) -> list[ModelMessage]:

@@ -40,6 +40,8 @@ class RecordBatch:
     """Pass as `start` to the next `read_records` call: just after the last complete record."""
     first_message_id: str | None = None
     """The id of the file's first record: when it changes, the file was replaced; read it again from 0."""
+    damaged: bool = False
+    """Bytes that are no valid record were skipped (damage, a torn tail, a file not written by this library)."""
 
 
 def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
@@ -74,7 +76,7 @@ def read_records(path: str | os.PathLike[str], start: int = 0) -> RecordBatch:
             continue  # a record that is JSON but no message: skipped like a damaged one
         records.append(StoredRecord(record.offset, get_message_id(message), message, is_summary_message(message)))
         end = record.offset + record.length
-    return RecordBatch(records, end, first_id)
+    return RecordBatch(records, end, first_id, damaged=not result.clean)
 
 
 def _checked_batch(data: bytes, start: int) -> tuple[list[StoredRecord], int] | None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from .._messages import get_message_id, summary_info
+from ._catalog import CatalogFold, first_versions
 from ._database import HistoryStoreConflictError
 from ._framing import Record, clean_summary
 from ._protocol import HistoryStoreError
@@ -27,6 +29,28 @@ class SessionIndex:
     slots: list[Record] = field(default_factory=list[Record])
     positions: dict[str, int] = field(default_factory=dict[str, int])
     digests: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    catalog: CatalogFold | None = None
+    """The session's catalogue as of `catalog_head`, as this store last wrote it (`_catalog`)."""
+    catalog_head: int = -1
+
+    def held_catalog(self, before: int) -> CatalogFold | None:
+        """The catalogue this store holds of its session at head `before` (a new one for a session without
+        records), to bring up to date with an append; `None`: the stored row is to be read."""
+        if before == 0:
+            return CatalogFold()
+        return self.catalog if self.catalog_head == before else None
+
+    def advance_catalog(self, fold: CatalogFold | None, new: Sequence[NewRecord]) -> CatalogFold | None:
+        """`fold` (the catalogue at `head`, `None`: none to trust) with the first records of the append `new`
+        added; forgotten until the append's transaction writes it (`catalog_written`)."""
+        self.catalog, self.catalog_head = None, -1
+        if fold is not None:
+            for item in first_versions(new, self.positions):
+                fold.add(item.message)
+        return fold
+
+    def catalog_written(self, fold: CatalogFold, head: int) -> None:
+        self.catalog, self.catalog_head = fold, head
 
     def place(self, record: Record, position: int, digest: bytes) -> None:
         """Index `record` at `position`: a new message at the end, a newer version in the place of the first."""

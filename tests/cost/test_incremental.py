@@ -16,6 +16,7 @@ from summarization_pydantic_ai import ContextManagerMiddleware, JsonHistoryStore
 from summarization_pydantic_ai.cost import CostTrackingMiddleware, _ledger, session_costs
 from summarization_pydantic_ai.cost._seeds import SessionSeeds
 from summarization_pydantic_ai.store import open_database
+from summarization_pydantic_ai.store._catalog_ledger import CatalogLedger
 
 from ._scripted import AGENT_USAGE, Reader, SummaryModel, make_agent
 from .test_middleware import context_manager
@@ -23,14 +24,17 @@ from .test_middleware import context_manager
 
 @pytest.fixture
 def priced(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
-    """The model of every request the ledgers price (with genai-prices: the costly part)."""
+    """The model of every request the middleware's ledgers price (with genai-prices: the costly part). The session
+    catalogue the store keeps counts each recorded response once more, a price the middleware computed just before
+    (`price_usage` keeps the latest ones): not counted here."""
     models: list[str | None] = []
     original = _ledger.CostLedger._add  # pyright: ignore[reportPrivateUsage]
 
     def counting(
         self: _ledger.CostLedger, kind: Any, usage: RequestUsage, model: str | None, provider: str | None
     ) -> _ledger.Priced:
-        models.append(model)
+        if not isinstance(self, CatalogLedger):
+            models.append(model)
         return original(self, kind, usage, model, provider)
 
     monkeypatch.setattr(_ledger.CostLedger, "_add", counting)

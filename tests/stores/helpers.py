@@ -17,8 +17,12 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.usage import RequestUsage
 
-from summarization_pydantic_ai import SUMMARY_METADATA_KEY, ensure_message_id, get_message_id
+from summarization_pydantic_ai import SUMMARY_METADATA_KEY, ensure_message_id, get_message_id, is_summary_message
+from summarization_pydantic_ai.cost import session_costs
+from summarization_pydantic_ai.store import SessionCatalog
+from summarization_pydantic_ai.store._catalog import prompt_of
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -88,3 +92,30 @@ def dumped(messages: list[ModelMessage]) -> bytes:
 
 def ids(messages: list[ModelMessage]) -> list[str | None]:
     return [get_message_id(m) for m in messages]
+
+
+def priced(n: int, start: int, model: str = "gpt-4o") -> list[ModelMessage]:
+    """`turns`, whose answers are responses of `model` with usage (priced by genai-prices)."""
+    out = turns(n, start)
+    for message in out:
+        if isinstance(message, ModelResponse):
+            message.model_name, message.provider_name = model, "openai"
+            message.usage = RequestUsage(input_tokens=1_000 + len(out), output_tokens=100)
+    return out
+
+
+def expected(records: list[ModelMessage]) -> tuple[Any, ...]:
+    """What a listing must show of a session whose records (every version, in recording order) are `records`,
+    worked out here without the catalogue."""
+    firsts: dict[str | None, ModelMessage] = {}
+    for record in records:
+        firsts.setdefault(get_message_id(record), record)
+    messages = [m for m in firsts.values() if not is_summary_message(m)]
+    responses = [m for m in messages if isinstance(m, ModelResponse) and m.model_name]
+    model = f"{responses[-1].provider_name}:{responses[-1].model_name}" if responses else None
+    prompt = next((p for m in messages if (p := prompt_of(m)) is not None), None)
+    return len(messages), len(firsts) - len(messages), prompt, model, session_costs(records)
+
+
+def view(entry: SessionCatalog) -> tuple[Any, ...]:
+    return entry.message_count, entry.compactions, entry.first_prompt, entry.model, entry.cost

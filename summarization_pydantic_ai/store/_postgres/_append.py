@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._catalog import CatalogFold
 from .._framing import Record
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, load_summary
@@ -35,13 +36,18 @@ _APPEND = (
     "AS t(seq, position, message_id, roles, tool_names, ts, body, tsv) "
     "ON CONFLICT (session, message_id) DO UPDATE SET seq = excluded.seq, roles = excluded.roles, "
     "tool_names = excluded.tool_names, ts = excluded.ts, body = excluded.body, "
-    "tsv = CASE WHEN m.extra_tsv IS NULL THEN excluded.tsv ELSE excluded.tsv || m.extra_tsv END) "
+    "tsv = CASE WHEN m.extra_tsv IS NULL THEN excluded.tsv ELSE excluded.tsv || m.extra_tsv END), "
+    "catalogued AS (INSERT INTO {catalog} (session, head, digest, shown, ledger) "
+    "SELECT %(session)s, %(head)s, %(last_digest)s, %(shown)s, %(ledger)s WHERE %(catalogued)s "
+    "ON CONFLICT (session) DO UPDATE SET head = excluded.head, digest = excluded.digest, shown = excluded.shown, "
+    "ledger = excluded.ledger) "
     "SELECT 1 / count(*) FROM moved"
 )
 """One statement, so one round trip and its own transaction: move the session's head from the expected value
-(the row's lock: writers of one session take turns), insert the records (every version), and upsert the latest
-version of each message, searchable (text added with add_search_text stays with it). When another writer moved
-the head the statement fails (division by zero, or the records' key taken) and writes nothing."""
+(the row's lock: writers of one session take turns), insert the records (every version), upsert the latest
+version of each message, searchable (text added with add_search_text stays with it), and the session's catalogue
+(`_catalog`) when the store has one to bring up to the new head. When another writer moved the head the statement
+fails (division by zero, or the records' key taken) and writes nothing."""
 
 
 def clean(text: str) -> str:
@@ -71,10 +77,17 @@ class Rows:
     latest: dict[str, tuple[Any, ...]] = field(default_factory=dict[str, tuple[Any, ...]])
     """Per message, (seq, position, message id, roles, tool names, timestamp, body, tsvector) of its last record."""
     written: list[tuple[Record, int, bytes]] = field(default_factory=list[tuple[Record, int, bytes]])
+    catalog: CatalogFold | None = None
+    """The session's catalogue at the new head (`None`: the append leaves the catalogue row as it is)."""
 
     def parameters(self) -> dict[str, Any]:
         """The statement's parameters: each column of the rows as an array."""
+        shown, ledger = self.catalog.dump() if self.catalog is not None else (b"", b"")
         return {
+            "catalogued": self.catalog is not None,
+            "last_digest": self.records[-1][3],
+            "shown": shown,
+            "ledger": ledger,
             "head": self.head,
             "places": self.places,
             "size": self.size,
@@ -92,6 +105,8 @@ class Rows:
         for record, position, digest in self.written:
             index.place(record, position, digest)
         index.head = self.head
+        if self.catalog is not None:
+            index.catalog_written(self.catalog, self.head)
 
 
 def _columns(names: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:

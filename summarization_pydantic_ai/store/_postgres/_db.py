@@ -14,9 +14,11 @@ from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from .._catalog import SessionCatalog
 from .._database import SearchHit, SessionSummary
 from .._protocol import HistoryStoreError, validate_session_id
 from .._url import redact_url
+from ._catalog import read_catalogs
 from ._schema import Connection, Tables, migrate
 from ._search import search_rows
 from ._store import PostgresSession
@@ -160,6 +162,13 @@ class PostgresHistoryDatabase:
             )
             rows = await cursor.fetchall()
         return [SessionSummary(str(r[0]), int(r[1]), int(r[2]), r[3], r[4]) for r in rows]
+
+    async def catalog(self, session_ids: Sequence[str] | None = None) -> list[SessionCatalog]:
+        """What a listing shows of every session holding a record (or of `session_ids`), most recently updated
+        first: one row per session, kept by each append (see `SessionCatalog`)."""
+        names = None if session_ids is None else [validate_session_id(s) for s in session_ids]
+        async with self.connection() as conn:
+            return await read_catalogs(conn, self.tables, names)
 
     async def delete_session(self, session_id: str) -> bool:
         validate_session_id(session_id)

@@ -10,6 +10,8 @@
   reads only the narrow rows of the matches. The text is folded in Python (case, diacritics, CJK one token per
   character, every other character a separator) and the `tsvector` built from those words: no extension, no
   dependence on the server's locale, and the same words as the other stores.
+- `spa_session_catalog`: what a listing shows of each session (`_catalog`: `shown`, and the `ledger` an append goes
+  on from), as of the record `head` (whose `digest` it keeps), written in each append's transaction.
 
 Every table lives in the schema given to the database (default: the connection's `search_path`, usually `public`).
 """
@@ -69,6 +71,14 @@ _VERSION_1: tuple[LiteralString, ...] = (
     "CREATE UNIQUE INDEX IF NOT EXISTS {messages_place} ON {messages} (session, position)",
 )
 
+_CATALOG = """CREATE TABLE IF NOT EXISTS {catalog} (
+    session bigint PRIMARY KEY REFERENCES {sessions} (id) ON DELETE CASCADE,
+    head bigint NOT NULL,
+    digest bytea NOT NULL,
+    shown bytea NOT NULL,
+    ledger bytea NOT NULL
+)"""
+
 
 class Tables:
     """The qualified table names of one database (`schema` or the search path)."""
@@ -85,6 +95,7 @@ class Tables:
             "sessions": name("spa_sessions"),
             "records": name("spa_records"),
             "messages": name("spa_messages"),
+            "catalog": name("spa_session_catalog"),
             # Index names are never schema-qualified (an index lives in its table's schema).
             "sessions_updated": Identifier("spa_sessions_updated"),
             "messages_tsv": Identifier("spa_messages_tsv"),
@@ -124,3 +135,12 @@ async def migrate(conn: AsyncConnection[tuple[object, ...]], tables: Tables, whe
             for statement in _VERSION_1:
                 await conn.execute(tables.sql(statement))
             await conn.execute(tables.sql("INSERT INTO {version} (version) VALUES (1)"))
+        # The catalogue needs no new version: a version that does not know it leaves rows behind, which a reader
+        # rebuilds. Created only when missing (a role without DDL rights opens a database created by another).
+        cursor = await conn.execute(
+            "SELECT 1 FROM pg_tables WHERE tablename = 'spa_session_catalog' "
+            "AND schemaname = coalesce(%s::name, current_schema())",
+            (tables.schema,),
+        )
+        if await cursor.fetchone() is None:
+            await conn.execute(tables.sql(_CATALOG))

@@ -28,6 +28,7 @@ from .._protocol import HistoryPage, HistoryStoreError
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
 from ._append import Rows, clean, rows_of, write_rows
+from ._catalog import catalog_before
 from ._schema import Connection, Tables
 from ._search import search_rows, tsvector_literal
 
@@ -161,6 +162,7 @@ class PostgresSession:
         if not new:
             return None  # nothing new as far as this store knows: the locked path says so for sure
         rows = rows_of(index, new)
+        rows.catalog = await catalog_before(conn, self._database.tables, index, new)
         try:
             await write_rows(conn, self._database.tables, rows)  # one statement: its own transaction
         except (DivisionByZero, UniqueViolation, ForeignKeyViolation):
@@ -179,6 +181,7 @@ class PostgresSession:
             if head:  # another worker created it and wrote first: this store has not read it
                 return await self._append_locked(conn, encoded)
         rows = rows_of(self._index, new)
+        rows.catalog = await catalog_before(conn, self._database.tables, self._index, new)
         await write_rows(conn, self._database.tables, rows)
         self._committed(rows)
         return len(new)

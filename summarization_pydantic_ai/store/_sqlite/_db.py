@@ -19,8 +19,10 @@ from typing import TypeVar
 
 import anyio.to_thread
 
+from .._catalog import SessionCatalog
 from .._database import SearchHit, SessionSummary
 from .._protocol import HistoryStoreError, validate_session_id
+from ._catalog import read_catalogs
 from ._schema import connect
 from ._search import search_rows
 from ._store import SQLiteSession
@@ -95,6 +97,12 @@ class SQLiteHistoryDatabase:
             SessionSummary(str(r[0]), int(r[1]), int(r[2]), datetime.fromisoformat(r[3]), datetime.fromisoformat(r[4]))
             for r in rows
         ]
+
+    async def catalog(self, session_ids: Sequence[str] | None = None) -> list[SessionCatalog]:
+        """What a listing shows of every session holding a record (or of `session_ids`), most recently updated
+        first: one row per session, kept by each append (see `SessionCatalog`)."""
+        names = None if session_ids is None else [validate_session_id(s) for s in session_ids]
+        return await self.run_async(lambda db: read_catalogs(db, names))
 
     async def delete_session(self, session_id: str) -> bool:
         validate_session_id(session_id)

@@ -4,6 +4,9 @@
 - `records`: every record ever written (versions included), immutable, in recording order (`seq`).
 - `messages`: the latest version of each message, at the place (`position`) of its first, with its search text.
 - `messages_fts`: FTS5 over each message's text (rowid = `messages.rowid`), in the same file and transaction.
+- `session_catalog`: what a listing shows of each session (`_catalog`: `shown`, and the `ledger` an append goes on
+  from), as of the record `head` (whose `digest` it keeps), written by each append. Added without a new schema
+  version: a version that does not know it leaves the rows behind, and a reader rebuilds those.
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ CREATE TABLE IF NOT EXISTS messages(
     UNIQUE(session, position)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(body, tokenize='unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS session_catalog(
+    session INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    head INTEGER NOT NULL,
+    digest BLOB NOT NULL,
+    shown BLOB NOT NULL,
+    ledger BLOB NOT NULL
+);
 """
 
 

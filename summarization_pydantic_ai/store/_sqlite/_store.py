@@ -24,6 +24,7 @@ from .._protocol import HistoryPage, HistoryStoreError
 from .._search_text import message_text
 from .._session_index import NewRecord, SessionIndex, encode_record, load_summary
 from .._working import working_records
+from ._catalog import write_catalog
 from ._search import fts_text, search_rows
 
 __all__ = ["SQLiteConnection", "SQLiteSession"]
@@ -171,6 +172,7 @@ class SQLiteSession:
             "UPDATE sessions SET head = ?, messages = ?, bytes = bytes + ?, updated_at = ? WHERE id = ?",
             (seq, places, sum(len(i.data) for i in new), now, session),
         )
+        write_catalog(db, self._index, session, seq, new)
 
     @staticmethod
     def _index_message(db: sqlite3.Connection, session: int, seq: int, position: int, item: NewRecord) -> None:
