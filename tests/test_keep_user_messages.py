@@ -100,7 +100,8 @@ async def test_the_middleware_keeps_user_turns_through_a_compaction(tmp_path: Pa
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         sent.append(messages)
-        return ModelResponse(parts=[TextPart(f"answer {len(sent)}")])
+        # Answers long enough for a summary of them to be smaller (a compaction never grows the context).
+        return ModelResponse(parts=[TextPart(f"answer {len(sent)}: " + "renamed, imports updated, tests green. " * 20)])
 
     middleware = ContextManagerMiddleware(
         messages_path=tmp_path / "messages.json", summarization_model=None, keep_user_messages=5_000

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pydantic_ai.models
+from commit_check import tokens, without_commit_check
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
@@ -37,6 +38,20 @@ from summarization_pydantic_ai import (
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
 
 _SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
+
+
+def built(compact: Any, messages: list[ModelMessage], out: list[ModelMessage]) -> list[ModelMessage]:
+    """What `compact` built: `out` when it was committed (smaller), else what it would have committed without the
+    check that a compaction never grows the context (which must then not be smaller)."""
+    if out != messages:
+        assert tokens(out) < tokens(messages)
+        return out
+    with without_commit_check():
+        forced = asyncio.run(compact(messages))
+    assert tokens(forced) >= tokens(messages) or forced == messages
+    return forced
+
+
 EXAMPLES = settings(max_examples=int(300 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _counter = iter(range(10**9))
@@ -156,6 +171,7 @@ def test_a_run_of_queued_prompts_shrinks_to_the_keep(messages: list[ModelMessage
     if len(messages) < keep + 2 or prompts <= max(keep, 1):
         assert out == messages  # below the trigger, or nothing but the kept tail to replace
         return
+    out = built(processor, messages, out)
     assert out[-max(keep, 1) :] == messages[-max(keep, 1) :]
     assert len(out) == max(keep, 1) + 1 + (len(messages) - prompts)  # system prompt + marker or summary + tail
     assert sum(is_summary_message(m) for m in out) == 1
@@ -166,6 +182,8 @@ def test_a_run_of_queued_prompts_shrinks_to_the_keep(messages: list[ModelMessage
 def test_the_middleware_compacts_histories_with_runs_into_valid_ones(messages: list[ModelMessage]) -> None:
     middleware = ContextManagerMiddleware(max_tokens=50_000, summarization_model=None)
     out = asyncio.run(middleware.compact(messages))
+    assert_valid(out, messages)
+    out = built(middleware.compact, messages, out)
     assert_valid(out, messages)
     assert out[-1] is messages[-1] or out[-1].parts[-len(messages[-1].parts) :] == messages[-1].parts
     if trailing_prompts(messages) > 1:
