@@ -69,6 +69,15 @@ class PromptCache:
     `write_points` says where a request leaves cache entries (and with which TTL), `read_points` where the
     provider looks for an earlier entry (walking back at most `lookback_blocks` content blocks from each), and
     `readable` how many tokens of a hit are billed as read.
+
+    The base itself caches every prefix with no minimum: `PromptCache(write_premium=True)` is the plain
+    message-prefix model (the longest identical prefix of an earlier live request is read, the rest written at
+    the write price), a bound that no provider's breakpoints beat.
+
+    Example:
+        ```python
+        ideal = PromptCache(retention=timedelta(minutes=5), write_premium=True)
+        ```
     """
 
     family: ClassVar[CacheFamily] = "none"
