@@ -187,6 +187,7 @@ class Baseline:
 
 async def baseline(dsn: str, rounds: int, turns: int) -> Baseline:
     database = open_database(dsn, max_size=2)
+    await database.sessions()  # the schema, before any clock
     (warm_id,) = await new_sessions(dsn, ["warm-bare"])
     await run_bare(dsn, bare_appends(warm_id, list(turn_batches("warm-bare", 10))))  # prepared statements
     await run_store(database, "warm-store", list(turn_batches("warm-store", 10)))  # serializers, statements
