@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +94,23 @@ def build_history(size: int) -> tuple[list[ModelMessage], Iterator[ModelMessage]
     stream = message_stream()
     history = [next(stream) for _ in range(size + 1)]
     return history, stream
+
+
+SUMMARY_SECTIONS = ("Intent", "Decisions", "Artifacts", "Errors", "Current state", "Next steps")
+
+
+def summary_response(messages: Sequence[ModelMessage]) -> ModelResponse:
+    """What a scripted summary model answers at once: the sections a summary must have and the latest user request
+    quoted from the prompt (as a model would), with its usage reported (so pydantic-ai does not estimate it)."""
+    from pydantic_ai.usage import RequestUsage
+
+    prompt = str(messages[-1].parts[-1].content)
+    latest = prompt.rsplit("<latest_user_request>\n", 1)[-1].split("\n</latest_user_request>", maxsplit=1)[0]
+    body = "\n".join(f"## {title}\nsummarized" for title in SUMMARY_SECTIONS)
+    return ModelResponse(
+        parts=[TextPart(f"{body}\n## Latest user request\n{latest}")],
+        usage=RequestUsage(input_tokens=len(prompt) // 4, output_tokens=50),
+    )
 
 
 @dataclass

@@ -42,9 +42,13 @@ __all__ = ["MediaItem", "iter_media", "part_label", "part_text", "render_message
 MediaItem = ImageUrl | AudioUrl | DocumentUrl | VideoUrl | BinaryContent | UploadedFile
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
+"""What `json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))` builds on every call, built once."""
+
+
 def _json(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -85,8 +89,27 @@ def iter_media(content: Any) -> Iterator[MediaItem]:
             yield from iter_media(item)
 
 
+_FIXED_LABELS: dict[type, str] = {
+    SystemPromptPart: "System",
+    UserPromptPart: "User",
+    ThinkingPart: "Thinking",
+    CompactionPart: "Summary",
+    TextPart: "Assistant",
+    FilePart: "File",
+}
+"""Labels of the part types (exactly these types: a subclass takes the general path) that name no tool."""
+
+
 def part_label(part: Any) -> str:
     """A short label for a part: `User`, `Assistant`, `Tool call`, `Tool result`, `Summary`..."""
+    kind = part.__class__
+    fixed = _FIXED_LABELS.get(kind)
+    if fixed is not None:
+        return fixed
+    if kind is ToolReturnPart and part.outcome == "success":
+        return f"Tool result {part.tool_name} [{part.tool_call_id}]"
+    if kind is ToolCallPart:
+        return f"Tool call {part.tool_name} [{part.tool_call_id}]"
     if isinstance(part, SystemPromptPart):
         return "System"
     if isinstance(part, UserPromptPart):
@@ -113,6 +136,11 @@ def part_label(part: Any) -> str:
 
 def part_text(part: Any) -> str:
     """The readable text of one part of any kind (tool args and returns included, media described)."""
+    kind = part.__class__
+    if kind is ToolReturnPart or kind is UserPromptPart or kind is TextPart:  # the common kinds, first
+        content = part.content
+        if isinstance(content, str):
+            return content
     if isinstance(part, ToolCallPart | NativeToolCallPart):
         args = part.args
         return args if isinstance(args, str) else _json(args or {})
@@ -140,14 +168,13 @@ def render_message(message: ModelMessage, *, max_part_chars: int | None = None, 
     lines: list[str] = []
     if index is not None:
         message_id = get_message_id(message)
-        lines.append(f"--- message {index}" + (f" (id {message_id})" if message_id else "") + " ---")
+        lines.append(f"--- message {index} (id {message_id}) ---" if message_id else f"--- message {index} ---")
+    response = isinstance(message, ModelResponse)
     for part in message.parts:
         text = part_text(part)
         if max_part_chars is not None and len(text) > max_part_chars:
             text = elide_middle(text, max_part_chars)
-        label = part_label(part)
-        if isinstance(message, ModelResponse) and isinstance(part, CompactionPart):
-            label = "Provider summary"
+        label = "Provider summary" if response and isinstance(part, CompactionPart) else part_label(part)
         lines.append(f"{label}: {text}" if text else f"{label}:")
     if isinstance(message, ModelRequest) and message.instructions and index is not None and not lines[1:]:
         lines.append(f"Instructions: {message.instructions}")

@@ -17,7 +17,8 @@ from .._cursor import CursorTable, HistoryChange
 from .._events import OverflowRetry
 from .._messages import MESSAGE_ID_KEY, get_message_id
 from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
-from ..store import HistoryStore, ensure_message_id
+from ..store import HistoryStore
+from ..store._protocol import ensure_message_ids
 from ._clamp import NewMessages, clamped_part_indices
 from ._truncate import TRUNCATED_METADATA_KEY
 
@@ -197,8 +198,7 @@ async def record_and_count(
         for m in messages[change.start :]
         if (message_id := get_message_id(m)) is None or (store is not None and message_id not in store)
     ]
-    for message in new:
-        ensure_message_id(message)
+    ensure_message_ids(new)
     edited = [messages[i] for i in change.edited]
     versions = [m for m in edited if store is not None and await _is_new_version(store, m)]
     if store is not None and (new or versions):

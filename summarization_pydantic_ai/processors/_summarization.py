@@ -65,9 +65,12 @@ def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) 
     """Problems in `after` that `before` did not already have (a processor must never add one): compared by kind
     and tool call id, so a second orphan is new even when the input already held one."""
     for_request = isinstance(after[-1], ModelRequest) if after else True
+    problems = validate_history(after, for_request=for_request)
+    if not problems:  # the usual case: the (long) input need not be validated at all
+        return []
     old = Counter((p.kind, p.tool_call_id) for p in validate_history(before, for_request=for_request))
     added: list[str] = []
-    for problem in validate_history(after, for_request=for_request):
+    for problem in problems:
         key = (problem.kind, problem.tool_call_id)
         if old[key] > 0:
             old[key] -= 1

@@ -19,6 +19,7 @@ __all__ = [
     "HistoryStoreLockedError",
     "InvalidSessionIdError",
     "ensure_message_id",
+    "ensure_message_ids",
     "new_message_id",
     "validate_session_id",
 ]
@@ -101,6 +102,17 @@ def ensure_message_id(message: ModelMessage) -> str:
     message_id = new_message_id()
     message.metadata = {**(message.metadata or {}), MESSAGE_ID_KEY: message_id}
     return message_id
+
+
+def ensure_message_ids(messages: Sequence[ModelMessage]) -> None:
+    """`ensure_message_id` for every message, the random bits of the missing ids drawn at once (one system call
+    instead of one per message: a first record of a 10,000-message history assigns 10,000 ids)."""
+    missing = [m for m in messages if not get_message_id(m)]
+    if not missing:
+        return
+    digits = os.urandom(12 * len(missing)).hex()
+    for k, message in enumerate(missing):
+        message.metadata = {**(message.metadata or {}), MESSAGE_ID_KEY: digits[24 * k : 24 * k + 24]}
 
 
 @runtime_checkable
