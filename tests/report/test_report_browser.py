@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from summarization_pydantic_ai.report import write_session_report
+from summarization_pydantic_ai.report import build_timeline, write_session_report
+from summarization_pydantic_ai.store import JsonHistoryStore
 
 from .scripted import run_scripted_session
 
@@ -39,6 +40,7 @@ def test_the_report_opens_offline_in_chromium(tmp_path: Path) -> None:
     executable = _chromium()
     messages = asyncio.run(run_scripted_session(tmp_path / "base"))
     report = write_session_report(messages, tmp_path / "report.html")
+    first = build_timeline(JsonHistoryStore.reader(messages).load_all_sync()).compactions[0]
     screenshot = tmp_path / "session-report.png"
     requests: list[str] = []
     with sync_playwright() as playwright:
@@ -57,7 +59,7 @@ def test_the_report_opens_offline_in_chromium(tmp_path: Path) -> None:
             assert page.locator("#context-chart .marker.eviction").count() == 5
             assert all(page.locator("#context-chart .marker.eviction").nth(i).is_visible() for i in range(5))
             title = page.locator("#context-chart .marker.compaction title").first.text_content() or ""
-            assert "Compaction 1 at request 60" in title and "→" in title
+            assert f"Compaction 1 at request {first.request}:" in title and "→" in title
             page.screenshot(path=str(screenshot))
             page.locator("#context-chart .marker.compaction").first.click()
             assert page.evaluate("location.hash") == "#compaction-1", "a marker leads to its row"
