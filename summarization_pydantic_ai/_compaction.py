@@ -375,6 +375,7 @@ def completed_event(
     tokens_before: int,
     tokens_after: int,
     model: str | None,
+    prepared_in_background: bool = False,
 ) -> CompactionCompleted:
     """The event that reports one finished compaction."""
     return CompactionCompleted(
@@ -391,4 +392,5 @@ def completed_event(
         fallback_reason=outcome.fallback_reason,
         preserved=plan.preserved,
         preserved_dropped=plan.preserved_dropped,
+        prepared_in_background=prepared_in_background,
     )

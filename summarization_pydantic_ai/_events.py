@@ -83,6 +83,8 @@ class CompactionStarted:
     head_end: int
     cutoff: int
     focus: str | None = None
+    prepared_in_background: bool = False
+    """The summary was prepared during the run before the trigger fired (`background_start`): no model is called."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,9 @@ class CompactionCompleted:
     """The working set after the compaction: what was kept verbatim (see "The working set")."""
     preserved_dropped: tuple[PreservedItem, ...] = ()
     """Working-set entries that were summarized: `working_set_tokens` was spent, or a placement rule left no room."""
+    prepared_in_background: bool = False
+    """The summary was prepared during the run before the trigger fired (`background_start`); `duration_s` is how
+    long it took there, not a wait on the request path."""
 
 
 @dataclass(frozen=True)

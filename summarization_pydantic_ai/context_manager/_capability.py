@@ -18,16 +18,18 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
 
+from .._background import check_background_below, normalize_background_start
 from .._cache_policy import CachePolicy
 from .._events import EventCallback, ToolOutputTruncated, emit_event
 from .._pinning import WorkingSetSettings
 from .._sizes import normalize_keep
 from .._tokens import TokenCounter, count_tokens_approximately
 from ..processors._base import RunInfo, check_counter, measure, request_info
-from ..processors._summarization import live_request, make_summarizer
+from ..processors._summary_plan import live_request, make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
+from ._background import BackgroundMixin
 from ._clamp import ClampingMixin, check_clamp_settings
 from ._compress import NAME
 from ._conversation import check_same_conversation, restore_merged_requests
@@ -56,7 +58,7 @@ _MIN_TOOL_OUTPUT_TOKENS = 64
 
 @dataclass
 class ContextManagerMiddleware(
-    OverflowMixin, CountingMixin, ClampingMixin, WorkingSetSettings, AbstractCapability[Any]
+    BackgroundMixin, OverflowMixin, CountingMixin, ClampingMixin, WorkingSetSettings, AbstractCapability[Any]
 ):
     """Keep every message in a history file while the working context stays under the model's window.
 
@@ -131,6 +133,11 @@ class ContextManagerMiddleware(
     cache_policy: CachePolicy | None = None
     """Plan compactions by what they cost with the prompt cache counted: from `compress_threshold` on, compact
     where the summary pays for its cache re-write (see `CachePolicy`), at the latest at the policy's limit."""
+    background_start: Any = None
+    """Prepare the next compaction's summary during the run once a request reaches this (a fraction of the budget
+    such as `0.7`, an `int` of tokens, `("fraction", f)` or `("tokens", n)`; below `compress_threshold`): when the
+    threshold is reached, the prepared summary is used at once, with no model call on the request path (see
+    "Background compaction"). `None`: off."""
     _shared: SharedState = field(default_factory=SharedState, repr=False, compare=False)
     _run: RunState | None = field(default=None, init=False, repr=False, compare=False)
     _plain: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -142,6 +149,8 @@ class ContextManagerMiddleware(
         if not 0 < self.compress_threshold <= 1:
             raise ValueError(f"compress_threshold must be in (0, 1], got {self.compress_threshold!r}")
         self._keep = normalize_keep(self.keep)
+        self._background_start = normalize_background_start(self.background_start)
+        check_background_below(self._background_start, [("fraction", self.compress_threshold)])
         check_counter(self.token_counter)
         if self.max_tokens is not None and self.max_tokens <= self.reserve_output_tokens:
             raise ValueError("max_tokens must be larger than reserve_output_tokens")
@@ -371,10 +380,12 @@ class ContextManagerMiddleware(
         if not over:
             state.armed = True
         if pending is NO_FOCUS and not (over and state.armed):
+            await self._prepare_in_background(messages, size, budget, threshold_tokens, run, state, store)
             return messages
         focus = pending if isinstance(pending, str) else None
         live = live_request(run, messages, size.tokens)
-        result = await self._compress(messages, size, budget, focus, store, ctx, live=live)
+        ceiling = threshold_tokens - (run.request.overhead_tokens if run is not None else 0)
+        result = await self._compress(messages, size, budget, focus, store, ctx, live=live, ceiling=ceiling)
         if over:
             state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
         if result is not messages and run is not None:  # the request sent is the compacted one

@@ -12,15 +12,17 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, SystemPromptPart
 
+from .._background import Prepared
 from .._cache_policy import CachePolicy
 from .._compaction import (
     NOT_SMALLER,
+    CompactionPlan,
+    SummaryOutcome,
     assemble_merged,
     build_summary_message,
     completed_event,
     plan_compaction,
     shrinks,
-    summarize_with_fallback,
 )
 from .._events import (
     CallbackFailed,
@@ -36,9 +38,9 @@ from .._sizes import ContextSize, Measure
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions
-from ..processors._summarization import keep_message_counter, new_problems
+from ..processors._summary_plan import keep_message_counter, new_problems, summarize_plan
 from ..store import HistoryStore, ensure_message_id
-from ..summarize import LiveRequest, Summarizer, latest_user_request
+from ..summarize import LiveRequest, Summarizer
 from ._state import RunState, SharedState, call_callback, record_new_messages
 
 __all__ = ["NAME", "CompressionMixin", "link_summary"]
@@ -76,16 +78,20 @@ class CompressionMixin:
         ctx: RunContext[Any] | None,
         *,
         live: LiveRequest | None = None,
+        ceiling: int | None = None,
     ) -> list[ModelMessage]:
         """Compact `messages` and return the new working history, or `messages` itself when nothing changed
         (nothing to summarize, or a failure: then nothing is committed). `live` is the run's request being
         prepared, reused by a summarizer that uses the run's model (without it, the run's model is still used,
-        with the span rendered as text)."""
+        with the span rendered as text). `ceiling`: the tokens (by `token_counter`) a history compacted with a
+        summary prepared in the background must stay under to be used (the trigger, less the request's
+        instructions and tools)."""
         started = time.perf_counter()
         span = ctx.tracer.start_as_current_span("context_manager.compress") if ctx is not None else nullcontext(None)
         with span as otel_span:
             try:
-                result = await self._compress_inner(messages, size, budget, focus, store, self._live_or_model(live))
+                live = self._live_or_model(live)
+                result = await self._compress_inner(messages, size, budget, focus, store, live, ceiling)
             except Exception as exc:
                 logger.exception("compression failed; the history is left as it was")
                 error = f"{type(exc).__name__}: {exc}"
@@ -115,50 +121,26 @@ class CompressionMixin:
         focus: str | None,
         store: HistoryStore | None,
         live: LiveRequest | None,
+        ceiling: int | None = None,
     ) -> list[ModelMessage]:
         original = messages
         record = list(messages)
-        policy = self.cache_policy
-        if policy is not None and policy.thin:  # a planned compaction keeps thinned outputs: it reaches further back
-            messages = thin_outputs(messages, max_chars=policy.thin_chars)
-        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
-        plan = plan_compaction(
-            messages,
-            self._keep,
-            max_tokens=budget,
-            message_tokens=keep_counter,
-            working_set=self._working_set_options(budget),
-        )
-        if plan is None and messages is not original:  # thinning alone brought it down: nothing to summarize
-            if store is not None:
-                await record_new_messages(self._run or self._plain, record, store)
-            thinned = thinning_event(NAME, original, messages)
-            if thinned is not None:
-                await emit_event(self.event_callback, thinned)
-            return messages
+        messages, plan = await self._plan(messages, budget)
+        prepared = await self._take_prepared(original, messages, plan, focus, ceiling)
+        plan = prepared.plan if prepared is not None else plan
         if plan is None:
-            await emit_event(
-                self.event_callback, CompactionSkipped(NAME, "nothing new to summarize", size.tokens, size.messages)
-            )
-            return original
+            return await self._nothing_to_summarize(original, messages, size, store)
         _, error = await call_callback("on_before_compress", self.on_before_compress, list(messages), plan.cutoff)
         if error:
             await emit_event(self.event_callback, CallbackFailed(NAME, "on_before_compress", error))
-        await emit_event(
-            self.event_callback, CompactionStarted(NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
-        )
-        outcome = await summarize_with_fallback(
-            plan,
-            self._summarizer,
-            focus=focus,
-            latest_request=latest_user_request(messages),
-            first_index=plan.head_end,
-            live=live,
-            window_tokens=budget,
-            kept_messages=len(messages) - plan.cutoff,
-            required_sections=self.required_sections,
-            warning=self._shared.fallback_warning,
-        )
+        background = prepared is not None
+        started = CompactionStarted(NAME, len(messages), size.tokens, plan.head_end, plan.cutoff, focus, background)
+        await emit_event(self.event_callback, started)
+        if prepared is not None:
+            outcome = prepared.outcome
+        else:
+            outcome = await self._summarize_plan(messages, plan, focus, live, budget)
+        outcome = self._with_wasted_usage(outcome)
         model = getattr(self._summarizer, "model_name", None)
         if outcome.fallback_reason:
             await emit_event(self.event_callback, SummarizerFallback(NAME, outcome.fallback_reason, model))
@@ -189,10 +171,87 @@ class CompressionMixin:
         with self._shared.lock:
             self._shared.compression_count += 1
         completed = completed_event(
-            NAME, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
+            NAME,
+            messages,
+            result,
+            plan,
+            outcome,
+            tokens_before=size.tokens,
+            tokens_after=tokens_after,
+            model=model,
+            prepared_in_background=background,
         )
         await emit_event(self.event_callback, completed)
         return result
+
+    async def _nothing_to_summarize(
+        self, original: list[ModelMessage], messages: list[ModelMessage], size: Measure, store: HistoryStore | None
+    ) -> list[ModelMessage]:
+        """`messages` when thinning alone brought the history down (recorded and reported), else `original`."""
+        if messages is not original:
+            if store is not None:
+                await record_new_messages(self._run or self._plain, original, store)
+            thinned = thinning_event(NAME, original, messages)
+            if thinned is not None:
+                await emit_event(self.event_callback, thinned)
+            return messages
+        await emit_event(
+            self.event_callback, CompactionSkipped(NAME, "nothing new to summarize", size.tokens, size.messages)
+        )
+        return original
+
+    async def _plan(
+        self, messages: list[ModelMessage], budget: int
+    ) -> tuple[list[ModelMessage], CompactionPlan | None]:
+        """What a compaction of `messages` would replace (the same whether it runs now or in the background):
+        the messages it works on (outputs thinned for a planned compaction: it reaches further back) and its plan."""
+        policy = self.cache_policy
+        if policy is not None and policy.thin:
+            messages = thin_outputs(messages, max_chars=policy.thin_chars)
+        keep_counter = await keep_message_counter(messages, self._keep, self.token_counter, budget)
+        plan = plan_compaction(
+            messages,
+            self._keep,
+            max_tokens=budget,
+            message_tokens=keep_counter,
+            working_set=self._working_set_options(budget),
+        )
+        return messages, plan
+
+    async def _summarize_plan(
+        self,
+        messages: list[ModelMessage],
+        plan: CompactionPlan,
+        focus: str | None,
+        live: LiveRequest | None,
+        budget: int,
+    ) -> SummaryOutcome:
+        """The summary of `plan`'s span (asked of the summarizer, checked, else the deterministic summary)."""
+        return await summarize_plan(
+            messages,
+            plan,
+            self._summarizer,
+            focus=focus,
+            live=live,
+            budget=budget,
+            required_sections=self.required_sections,
+            warning=self._shared.fallback_warning,
+        )
+
+    async def _take_prepared(
+        self,
+        original: list[ModelMessage],
+        messages: list[ModelMessage],
+        plan: CompactionPlan | None,
+        focus: str | None,
+        ceiling: int | None,
+    ) -> Prepared | None:
+        """Overridden by the background half: a summary prepared during the run, usable for this compaction."""
+        return None
+
+    def _with_wasted_usage(self, outcome: SummaryOutcome) -> SummaryOutcome:
+        """Overridden by the background half: the spend of discarded preparations, recorded with this summary."""
+        return outcome
 
     def _live_or_model(self, live: LiveRequest | None) -> LiveRequest | None:
         """`live`; else the run's model alone (its latest request may not be reusable, e.g. after an overflow);

@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._compaction import SummaryOutcome, assemble_merged, build_summary_message, plan_compaction
 from .._tokens import estimate_text_tokens
-from ..processors._summarization import new_problems
+from ..processors._summary_plan import new_problems
 
 __all__ = [
     "MemoryReader",

@@ -21,7 +21,7 @@ from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions, protected_call_ids
 from ..processors._base import RunInfo, measure, request_info
 from ..processors._sliding_window import window_marker_for
-from ..processors._summarization import keep_message_counter, new_problems
+from ..processors._summary_plan import keep_message_counter, new_problems
 from ..store import HistoryStore
 from ._compress import NAME, CompressionMixin, link_summary
 from ._ladder_steps import (

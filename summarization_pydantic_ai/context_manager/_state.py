@@ -23,6 +23,7 @@ from ._clamp import NewMessages, clamped_part_indices
 from ._truncate import TRUNCATED_METADATA_KEY
 
 if TYPE_CHECKING:
+    from .._background import BackgroundCompaction
     from ._stamp import RequestMeasure
 
 __all__ = [
@@ -78,6 +79,26 @@ class SharedState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     fallback_warning: WarnOnce = field(default_factory=WarnOnce)
     """One warning per middleware instance when the summarizer falls back (e.g. offline, every compaction)."""
+    preparing: weakref.WeakKeyDictionary[HistoryStore, weakref.ref[BackgroundCompaction]] = field(
+        default_factory=weakref.WeakKeyDictionary[HistoryStore, "weakref.ref[BackgroundCompaction]"]
+    )
+    """Per session (its store): the run whose background preparation it is (`background_start`)."""
+
+    def claim_preparation(self, store: HistoryStore | None, background: BackgroundCompaction) -> bool:
+        """Whether `background` (a run's) may start a preparation for `store`'s session: not while another run's
+        preparation for the same session is in flight (at most one per session)."""
+        if store is None:
+            return True  # no session to share: the run's own history
+        try:
+            with self.lock:
+                holder = self.preparing.get(store)
+                other = holder() if holder is not None else None
+                if other is not None and other is not background and other.in_flight:
+                    return False
+                self.preparing[store] = weakref.ref(background)
+                return True
+        except TypeError:  # a store that cannot be weakly referenced or hashed: one per run
+            return True
 
     def take_pending(self) -> object:
         """The focus of a pending `request_compact` (possibly `None`), or `_NO_FOCUS` when none is pending."""
@@ -108,6 +129,8 @@ class RunState:
     model: Any = None
     """The run's model (from its latest request): it summarizes a compaction that has no request to reuse (the
     reactive overflow path), with `RUN_MODEL`."""
+    background: BackgroundCompaction | None = None
+    """The run's background preparations (`background_start`), while `wrap_run` holds their task group."""
     clamp_seen: NewMessages = field(default_factory=NewMessages)
     """The messages `max_part_tokens` looked at already (each part is clamped once, as it enters the history)."""
 

@@ -23,7 +23,7 @@ from .._tokens import TokenCounter, async_count_tokens, count_tokens_approximate
 from ..context_manager._compress import link_summary
 from ..context_manager._state import RunState, record_new_messages
 from ..processors._base import check_counter
-from ..processors._summarization import new_problems
+from ..processors._summary_plan import new_problems
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, ensure_message_id
 from ._checkpoint import CompletedPhase, Rebuild, plan_rebuild
 from ._toolset import phase_toolset

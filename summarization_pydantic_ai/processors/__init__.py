@@ -4,7 +4,8 @@ from ._base import HistoryProcessor, request_overhead_tokens
 from ._clear_tool_results import CLEARED_METADATA_KEY, ClearToolResultsProcessor
 from ._limit_warner import WARNING_METADATA_KEY, LimitWarnerProcessor, WarnOn
 from ._sliding_window import SlidingWindowProcessor
-from ._summarization import SummarizationProcessor, make_summarizer
+from ._summarization import SummarizationProcessor
+from ._summary_plan import make_summarizer
 
 __all__ = [
     "CLEARED_METADATA_KEY",

@@ -18,7 +18,7 @@ from .._sizes import ContextSize, Measure, normalize_keep_head
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, count_tokens_approximately
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
-from ._summarization import new_problems, plan_cut
+from ._summary_plan import new_problems, plan_cut
 
 __all__ = ["SlidingWindowProcessor", "window_marker_for"]
 

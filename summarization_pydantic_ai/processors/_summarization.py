@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ModelMessage
 
+from .._background import (
+    BackgroundCompaction,
+    Prepared,
+    background_tokens,
+    check_background_below,
+    normalize_background_start,
+    run_with_background,
+)
 from .._cache_policy import CachePolicy
 from .._compaction import (
     NOT_SMALLER,
     CompactionPlan,
+    SummaryOutcome,
     WarnOnce,
     assemble,
     build_summary_message,
     completed_event,
-    plan_compaction,
     shrinks,
-    summarize_with_fallback,
 )
 from .._events import (
     CompactionSkipped,
@@ -29,104 +37,23 @@ from .._events import (
     SummarizerFallback,
     emit_event,
 )
-from .._messages import validate_history
 from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize, Measure, normalize_keep_head
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
-from .._working_set import WorkingSetOptions
-from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
+from ..summarize import Summarizer, latest_user_request
 from ..summarize._models import RUN_MODEL
 from ..summarize._protocol import LiveRequest
-from ..summarize._template import DEFAULT_SUMMARY_PROMPT, validate_template
+from ..summarize._template import validate_template
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
 from ._base import HistoryProcessor, RunInfo, measure, resolve_budget, validate_cut_settings
+from ._summary_plan import live_request, make_summarizer, new_problems, plan_cut, summarize_plan
 
-__all__ = ["SummarizationProcessor", "live_request", "make_summarizer", "plan_cut"]
+__all__ = ["SummarizationProcessor"]
 
 logger = logging.getLogger("summarization_pydantic_ai")
 
 _VERIFY_NEAR = 0.8
-
-
-def make_summarizer(model: Any, *, prompt_template: str | None = None, timeout: float | None = 120.0) -> Summarizer:
-    """A summarizer from `RUN_MODEL` (the run's own model), a model name, a pydantic-ai `Model`, a `Summarizer`,
-    or `None` (deterministic). A model name pydantic-ai cannot resolve raises `ValueError`."""
-    if model is None:
-        return DeterministicSummarizer()
-    if isinstance(model, Summarizer):
-        return model
-    if model is RUN_MODEL or isinstance(model, str) or hasattr(model, "request"):
-        return LLMSummarizer(model, prompt_template=prompt_template or DEFAULT_SUMMARY_PROMPT, timeout=timeout)
-    raise TypeError(f"model must be a model name, a pydantic-ai Model, a Summarizer or None, got {model!r}")
-
-
-def new_problems(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> list[str]:
-    """Problems in `after` that `before` did not already have (a processor must never add one): compared by kind
-    and tool call id, so a second orphan is new even when the input already held one."""
-    for_request = isinstance(after[-1], ModelRequest) if after else True
-    problems = validate_history(after, for_request=for_request)
-    if not problems:  # the usual case: the (long) input need not be validated at all
-        return []
-    old = Counter((p.kind, p.tool_call_id) for p in validate_history(before, for_request=for_request))
-    added: list[str] = []
-    for problem in problems:
-        key = (problem.kind, problem.tool_call_id)
-        if old[key] > 0:
-            old[key] -= 1
-        else:
-            added.append(str(problem))
-    return added
-
-
-async def keep_message_counter(
-    messages: Sequence[ModelMessage],
-    keep: ContextSize,
-    counter: TokenCounter,
-    budget: int | None,
-    *,
-    from_start: bool = False,
-) -> Callable[[ModelMessage], int] | None:
-    """A per-message counter for token keeps. Cached counters are used as they are; any other (sync or async)
-    counter is asked once per message, from the newest back (`from_start`: from the first on, for a kept head)
-    until the keep is exceeded."""
-    if keep[0] == "messages":
-        return None
-    if isinstance(counter, IncrementalCounter):
-        return counter.count_message
-    if counter is count_tokens_approximately:
-        return None  # find_safe_cutoff's default
-    limit = keep[1] if keep[0] == "tokens" else keep[1] * (budget or 0)
-    counts: dict[int, int] = {}
-    total = 0
-    for message in messages if from_start else reversed(messages):
-        counts[id(message)] = await async_count_tokens(counter, [message])
-        total += counts[id(message)]
-        if total > limit:
-            break
-    return lambda message: counts.get(id(message), 1 << 40)
-
-
-async def plan_cut(
-    messages: Sequence[ModelMessage],
-    keep: ContextSize,
-    keep_head: ContextSize,
-    counter: TokenCounter,
-    budget: int | None,
-    working_set: WorkingSetOptions,
-) -> CompactionPlan | None:
-    """The plan of a processor's cut: the kept head and tail measured with its own token counter."""
-    keep_counter = await keep_message_counter(messages, keep, counter, budget)
-    head_counter = await keep_message_counter(messages, keep_head, counter, budget, from_start=True)
-    return plan_compaction(
-        messages,
-        keep,
-        keep_head=keep_head,
-        max_tokens=budget,
-        message_tokens=keep_counter,
-        working_set=working_set,
-        head_tokens=head_counter,
-    )
 
 
 @dataclass
@@ -184,6 +111,12 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
     """Plan the summaries by what they cost with the prompt cache counted: a token trigger then fires where the
     summary pays for its cache re-write, at the latest at the policy's limit; the kept tail is thinned first
     (see `CachePolicy`)."""
+    background_start: Any = None
+    """Prepare the next summary during the run once a request reaches this (a fraction of the budget such as
+    `0.6`, an `int` of tokens, `("fraction", f)` or `("tokens", n)`; below the trigger): when the trigger fires,
+    the prepared summary is used at once, with no model call on the request path (see "Background compaction").
+    Capability form only (the run owns the preparation); `None`: off."""
+    _background: BackgroundCompaction | None = field(default=None, init=False, repr=False, compare=False)
     _triggers: tuple[ContextSize, ...] = field(init=False, repr=False)
     _keep: ContextSize = field(init=False, repr=False)
     _keep_head: ContextSize = field(init=False, repr=False)
@@ -198,6 +131,8 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
             max_tokens=self.max_tokens,
         )
         self._keep_head = normalize_keep_head(self.keep_head)
+        self._background_start = normalize_background_start(self.background_start)
+        check_background_below(self._background_start, self._triggers)
         if self.prompt_template is not None:
             validate_template(self.prompt_template)
         self.required_sections = check_sections(self.required_sections)
@@ -207,7 +142,8 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
 
     @property
     def _needs_budget(self) -> bool:
-        return any(size[0] == "fraction" for size in (*self._triggers, self._keep, self._keep_head))
+        sizes = (*self._triggers, self._keep, self._keep_head, self._background_start or self._keep)
+        return any(size[0] == "fraction" for size in sizes)
 
     async def process(self, messages: list[ModelMessage], run: RunInfo | None) -> list[ModelMessage]:
         if not messages or not self._triggers:
@@ -217,12 +153,14 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         policy = self.cache_policy
         if policy is None:
             if not any(size.reaches(t) for t in self._triggers):
+                await self._prepare_in_background(messages, size, budget, run)
                 return messages
-            return await self._compact(messages, size, budget, self.focus, run)
+            return await self._compact(messages, size, budget, self.focus, run, original=messages)
         if not any(policy.due(messages, size, t, self._keep) for t in self._triggers):
+            await self._prepare_in_background(messages, size, budget, run)
             return messages
-        thinned = thin_outputs(messages, max_chars=policy.thin_chars) if policy.thin else messages
-        result = await self._compact(thinned, size, budget, self.focus, run)
+        thinned = self._planned(messages)
+        result = await self._compact(thinned, size, budget, self.focus, run, original=messages)
         if result is thinned and thinned is not messages:  # thinning alone brought it down: nothing to summarize
             event = thinning_event(type(self).__name__, messages, thinned)
             if event is not None:
@@ -235,6 +173,86 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         budget = resolve_budget(self.max_tokens, self.model_name, self.reserve_output_tokens, None, self._needs_budget)
         size = await self._measure(messages, None, budget)
         return await self._compact(messages, size, budget, focus or self.focus)
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: Callable[[], Awaitable[Any]]) -> Any:
+        if self._background_start is None:
+            return await handler()
+        return await run_with_background(handler, partial(setattr, self, "_background"))
+
+    def _planned(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """The messages a compaction works on: outputs thinned under a cache policy that thins."""
+        policy = self.cache_policy
+        return thin_outputs(messages, max_chars=policy.thin_chars) if policy and policy.thin else messages
+
+    def _ceiling(self, messages: list[ModelMessage], size: Measure) -> int | None:
+        """The lowest token trigger (as the cache policy moves it): a prepared summary must bring the history
+        under it, and a preparation starts only below it."""
+        policy = self.cache_policy
+        thresholds = [t for t in map(size.token_threshold, self._triggers) if t is not None]
+        if policy is not None:
+            thresholds = [policy.planned_threshold(messages, size, t, self._keep) for t in thresholds]
+        return min(thresholds) if thresholds else None
+
+    async def _prepare_in_background(
+        self, messages: list[ModelMessage], size: Measure, budget: int | None, run: RunInfo | None
+    ) -> None:
+        """Start preparing the next summary if `size` reached `background_start` (and none is held, or the one
+        held went stale)."""
+        background, start = self._background, self._background_start
+        start_tokens = background_tokens(start, budget) if start is not None else None
+        if background is None or start_tokens is None or size.tokens < start_tokens:
+            return
+        ceiling = self._ceiling(messages, size)
+        latest = latest_user_request(messages)
+        if (ceiling is not None and size.tokens >= ceiling) or not background.wants(messages, latest):
+            return
+        planned = self._planned(messages)
+        working_set = self._working_set_options(budget, self._triggers)
+        plan = await plan_cut(planned, self._keep, self._keep_head, self.token_counter, budget, working_set)
+        if plan is not None:
+            live = self._live_request(planned, size, run)
+            background.start(messages, plan, latest, partial(self._summarize, planned, plan, None, live, budget))
+
+    async def _take_prepared(
+        self, original: list[ModelMessage], messages: list[ModelMessage], plan: CompactionPlan, size: Measure
+    ) -> Prepared | None:
+        """A summary prepared in the background for this compaction, if it is still good (see the middleware's)."""
+        background = self._background
+        if background is None:
+            return None
+        prepared = background.take(original, latest_user_request(original), plan)
+        if prepared is None:
+            return None
+        result = assemble(messages, prepared.plan, build_summary_message(prepared.plan, prepared.outcome, focus=None))
+        fits = not new_problems(messages, result) and shrinks(messages, result)
+        ceiling = self._ceiling(original, size)
+        if fits and ceiling is not None:
+            overhead = size.tokens - await async_count_tokens(self.token_counter, messages)
+            fits = await async_count_tokens(self.token_counter, result) + overhead < ceiling
+        if not fits:
+            background.reject(prepared)
+            return None
+        return prepared
+
+    def _summarize(
+        self,
+        messages: list[ModelMessage],
+        plan: CompactionPlan,
+        focus: str | None,
+        live: LiveRequest | None,
+        budget: int | None,
+    ) -> Awaitable[SummaryOutcome]:
+        required, warning = self.required_sections, self._fallback_warning
+        return summarize_plan(
+            messages,
+            plan,
+            self._summarizer,
+            focus=focus,
+            live=live,
+            budget=budget,
+            required_sections=required,
+            warning=warning,
+        )
 
     async def _measure(self, messages: list[ModelMessage], run: RunInfo | None, budget: int | None) -> Measure:
         thresholds = [t for t in (Measure(0, 0, budget).token_threshold(s) for s in self._triggers) if t is not None]
@@ -255,30 +273,32 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         budget: int | None,
         focus: str | None,
         run: RunInfo | None = None,
+        *,
+        original: list[ModelMessage] | None = None,
     ) -> list[ModelMessage]:
+        """Summarize `messages` (`original`: as the trigger saw them, before thinning; a compaction the trigger
+        fired may use a summary prepared in the background)."""
         name = type(self).__name__
         working_set = self._working_set_options(budget, self._triggers)
         plan = await plan_cut(messages, self._keep, self._keep_head, self.token_counter, budget, working_set)
+        if self._background is not None and plan is None:
+            self._background.discard()
         if plan is None:
             await emit_event(
                 self.event_callback, CompactionSkipped(name, "nothing new to summarize", size.tokens, size.messages)
             )
             return messages
-        await emit_event(
-            self.event_callback, CompactionStarted(name, len(messages), size.tokens, plan.head_end, plan.cutoff, focus)
-        )
-        outcome = await summarize_with_fallback(
-            plan,
-            self._summarizer,
-            focus=focus,
-            latest_request=latest_user_request(messages),
-            first_index=plan.head_end,
-            live=self._live_request(messages, size, run),
-            window_tokens=budget,
-            kept_messages=len(messages) - plan.cutoff,
-            required_sections=self.required_sections,
-            warning=self._fallback_warning,
-        )
+        prepared = await self._take_prepared(original, messages, plan, size) if original is not None else None
+        plan = prepared.plan if prepared is not None else plan
+        background = prepared is not None
+        started = CompactionStarted(name, len(messages), size.tokens, plan.head_end, plan.cutoff, focus, background)
+        await emit_event(self.event_callback, started)
+        if prepared is not None:
+            outcome = prepared.outcome
+        else:
+            outcome = await self._summarize(messages, plan, focus, self._live_request(messages, size, run), budget)
+        if self._background is not None:
+            outcome = self._background.with_wasted_usage(outcome)
         model = getattr(self._summarizer, "model_name", None)
         if outcome.fallback_reason:
             await emit_event(self.event_callback, SummarizerFallback(name, outcome.fallback_reason, model))
@@ -292,7 +312,15 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
             return messages
         tokens_after = await async_count_tokens(self.token_counter, result)
         completed = completed_event(
-            name, messages, result, plan, outcome, tokens_before=size.tokens, tokens_after=tokens_after, model=model
+            name,
+            messages,
+            result,
+            plan,
+            outcome,
+            tokens_before=size.tokens,
+            tokens_after=tokens_after,
+            model=model,
+            prepared_in_background=background,
         )
         await emit_event(self.event_callback, completed)
         return result
@@ -303,14 +331,6 @@ class SummarizationProcessor(WorkingSetSettings, HistoryProcessor):
         if live is None and self.model_name:
             return LiveRequest(self.model_name)
         return live
-
-
-def live_request(run: RunInfo | None, messages: Sequence[ModelMessage], tokens: int) -> LiveRequest | None:
-    """The request a capability is preparing, as a summarizer using the run's model reuses it."""
-    if run is None:
-        return None
-    request = run.request
-    return LiveRequest(request.model, messages, request.model_settings, request.model_request_parameters, tokens)
 
 
 def _verified_count(counter: TokenCounter, messages: Sequence[ModelMessage]) -> int | None:

@@ -27,7 +27,7 @@ from .._tokens import (
     estimate_message_tokens,
 )
 from ..processors._base import HistoryProcessor, RunInfo, check_counter, measure
-from ..processors._summarization import new_problems
+from ..processors._summary_plan import new_problems
 from ._scoring import (
     DEFAULT_STATE_CHANGE_TOOLS,
     ImportanceScore,
