@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from example_counts import examples, in_two_tiers
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
@@ -454,13 +454,6 @@ def test_pydantic_ai_alone_drops_an_early_result_and_leaves_a_late_one_invalid()
 
 # --- property ---------------------------------------------------------------------------------------------------
 
-_SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
-
-
-def _examples(n: int) -> settings:
-    return settings(max_examples=int(n * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
 _DAMAGES = st.sampled_from(
     (
         "drop_result",
@@ -581,9 +574,7 @@ def _survives(part: ToolReturnPart, out: list[ModelMessage], kept: list[ToolRetu
     return any(repr(part.tool_call_id) in n and _text(part) in n for n in notes(out))
 
 
-@_examples(1_200)
-@given(damaged())
-def test_property_damaged_histories_come_out_valid_and_lose_no_result(messages: list[ModelMessage]) -> None:
+def _damaged_histories_come_out_valid_and_lose_no_result(messages: list[ModelMessage]) -> None:
     before = fingerprint(messages)
     out = patch(messages)
     assert fingerprint(messages) == before  # the input is untouched
@@ -614,13 +605,19 @@ def test_property_damaged_histories_come_out_valid_and_lose_no_result(messages: 
     assert patch(out) is out  # idempotent: a patched history needs no patch
 
 
-@_examples(300)
+(
+    test_property_damaged_histories_come_out_valid_and_lose_no_result,
+    test_property_damaged_histories_come_out_valid_and_lose_no_result_full,
+) = in_two_tiers(_damaged_histories_come_out_valid_and_lose_no_result, damaged(), quick=300, full=1_200)
+
+
+@examples(300)
 @given(st.booleans().flatmap(lambda for_request: histories(for_request=for_request)))
 def test_property_valid_histories_are_returned_untouched(messages: list[ModelMessage]) -> None:
     assert patch(messages) is messages
 
 
-@_examples(300)
+@examples(300)
 @given(damaged_histories())
 def test_property_shared_damaged_histories_come_out_valid(messages: list[ModelMessage]) -> None:
     """The shared damage (messages deleted, duplicated, swapped, moved to the front; parts dropped)."""

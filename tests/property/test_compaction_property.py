@@ -4,12 +4,12 @@ multiply earlier faults, whatever the head, the tail (messages, tokens, fraction
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import Counter
 from typing import Any
 
 import pydantic_ai.models
-from hypothesis import HealthCheck, given, settings
+from example_counts import examples, in_two_tiers
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 from strategies import histories, histories_with_faults, keeps
@@ -17,12 +17,6 @@ from strategies import histories, histories_with_faults, keeps
 from summarization_pydantic_ai import ContextManagerMiddleware, SummarizationProcessor, validate_history
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
-
-_SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
-
-
-def _examples(n: int) -> settings:
-    return settings(max_examples=int(n * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def problems(messages: list[ModelMessage]) -> Counter[tuple[str, str | None]]:
@@ -49,9 +43,7 @@ def check(messages: list[ModelMessage], out: list[ModelMessage]) -> None:
             assert not ids or ids <= kept or not ids & kept
 
 
-@_examples(1_000)
-@given(st.one_of(histories(max_turns=6), histories_with_faults()), keeps(), st.integers(0, 6))
-def test_summarization_never_splits_results_nor_multiplies_faults(
+def _summarization_never_splits_results_nor_multiplies_faults(
     messages: list[ModelMessage], keep: Any, keep_head: int
 ) -> None:
     trigger = ("messages", 10_000)  # compact() summarizes whatever the trigger says
@@ -60,7 +52,20 @@ def test_summarization_never_splits_results_nor_multiplies_faults(
     check(messages, out)
 
 
-@_examples(300)
+(
+    test_summarization_never_splits_results_nor_multiplies_faults,
+    test_summarization_never_splits_results_nor_multiplies_faults_full,
+) = in_two_tiers(
+    _summarization_never_splits_results_nor_multiplies_faults,
+    st.one_of(histories(max_turns=6), histories_with_faults()),
+    keeps(),
+    st.integers(0, 6),
+    quick=300,
+    full=1_000,
+)
+
+
+@examples(300)
 @given(st.one_of(histories(max_turns=6), histories_with_faults()), keeps())
 def test_middleware_compact_never_splits_results_nor_multiplies_faults(messages: list[ModelMessage], keep: Any) -> None:
     middleware = ContextManagerMiddleware(max_tokens=20_000, keep=keep, summarization_model=None)
