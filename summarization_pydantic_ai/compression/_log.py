@@ -12,6 +12,7 @@ from typing import Literal
 from ._common import Section, assemble, fmt_int, number_lines, plural
 
 __all__ = [
+    "DIGITS",
     "TRACEBACK",
     "canonical_line",
     "classify_line",
@@ -77,7 +78,7 @@ _ERROR_HINTS = (
     "EMERG",
     "ALERT",
 )  # a line with none of these cannot match the error patterns (a cheap filter before the regexes)
-_DIGITS = re.compile(r"\d+")
+DIGITS = re.compile(r"\d+")
 _CANON = {
     "WARNING": "WARN",
     "ERR": "ERROR",
@@ -200,7 +201,7 @@ def canonical_line(text: str) -> str:
     m = _LEADING_TIMESTAMP.match(text[:_PREFIX])
     if m is not None:
         text = text[m.end() :]
-    return _DIGITS.sub("#", text.strip())[:200]
+    return DIGITS.sub("#", text.strip())[:200]
 
 
 def traceback_end(lines: Sequence[str], start: int) -> int:
