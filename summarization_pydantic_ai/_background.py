@@ -24,10 +24,10 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic_ai.messages import ModelMessage
 
-from ._compaction import SummaryOutcome
 from ._compaction_plan import CompactionPlan
 from ._cursor import _fingerprint  # pyright: ignore[reportPrivateUsage]
 from ._sizes import ContextSize, validate_context_size
+from ._summary_run import SummaryOutcome
 
 __all__ = [
     "BackgroundCompaction",

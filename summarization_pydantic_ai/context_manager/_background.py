@@ -16,8 +16,9 @@ from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage
 
 from .._background import BackgroundCompaction, Prepared, background_tokens, run_with_background
-from .._compaction import CompactionPlan, SummaryOutcome, assemble_merged, build_summary_message, shrinks
+from .._compaction import CompactionPlan, assemble_merged, build_summary_message, shrinks
 from .._sizes import ContextSize, Measure
+from .._summary_run import SummaryOutcome
 from .._tokens import async_count_tokens
 from ..processors._base import RunInfo
 from ..processors._summary_plan import live_request, new_problems

@@ -17,7 +17,6 @@ from .._cache_policy import CachePolicy
 from .._compaction import (
     NOT_SMALLER,
     CompactionPlan,
-    SummaryOutcome,
     assemble_merged,
     build_summary_message,
     completed_event,
@@ -35,6 +34,7 @@ from .._events import (
 )
 from .._messages import get_message_id, summary_info
 from .._sizes import ContextSize, Measure
+from .._summary_run import SummaryOutcome
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import TokenCounter, async_count_tokens
 from .._working_set import WorkingSetOptions

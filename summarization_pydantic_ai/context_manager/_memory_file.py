@@ -14,7 +14,8 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from .._compaction import SummaryOutcome, assemble_merged, build_summary_message, plan_compaction
+from .._compaction import assemble_merged, build_summary_message, plan_compaction
+from .._summary_run import SummaryOutcome
 from .._tokens import estimate_text_tokens
 from ..processors._summary_plan import new_problems
 

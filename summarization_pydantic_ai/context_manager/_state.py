@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.messages import ModelMessage
 
-from .._compaction import WarnOnce
 from .._cursor import CursorTable, HistoryChange
 from .._events import OverflowRetry
 from .._messages import MESSAGE_ID_KEY, get_message_id
+from .._summary_run import WarnOnce
 from .._tokens import IncrementalCounter, _Tally  # pyright: ignore[reportPrivateUsage]
 from ..store import HistoryStore
 from ..store._protocol import ensure_message_ids

@@ -23,8 +23,6 @@ from .._cache_policy import CachePolicy
 from .._compaction import (
     NOT_SMALLER,
     CompactionPlan,
-    SummaryOutcome,
-    WarnOnce,
     assemble,
     build_summary_message,
     completed_event,
@@ -39,6 +37,7 @@ from .._events import (
 )
 from .._pinning import WorkingSetSettings
 from .._sizes import ContextSize, Measure, normalize_keep_head
+from .._summary_run import SummaryOutcome, WarnOnce
 from .._thinning import thin_outputs, thinning_event
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from ..summarize import Summarizer, latest_user_request

@@ -9,9 +9,10 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
-from .._compaction import CompactionPlan, SummaryOutcome, WarnOnce, plan_compaction, summarize_with_fallback
+from .._compaction import CompactionPlan, plan_compaction
 from .._messages import validate_history
 from .._sizes import ContextSize
+from .._summary_run import SummaryOutcome, WarnOnce, summarize_with_fallback
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from .._working_set import WorkingSetOptions
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request

@@ -18,12 +18,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 from strategies import histories, histories_with_faults, keeps
 
 from summarization_pydantic_ai import is_summary_message, validate_history
-from summarization_pydantic_ai._compaction import (
-    SummaryOutcome,
-    assemble_merged,
-    build_summary_message,
-    plan_compaction,
-)
+from summarization_pydantic_ai._compaction import assemble_merged, build_summary_message, plan_compaction
+from summarization_pydantic_ai._summary_run import SummaryOutcome
 from summarization_pydantic_ai._working_set import WorkingSetOptions
 from summarization_pydantic_ai.processors._summary_plan import new_problems
 
