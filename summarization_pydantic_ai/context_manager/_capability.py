@@ -25,31 +25,29 @@ from .._pinning import WorkingSetSettings
 from .._sizes import normalize_keep
 from .._tokens import TokenCounter, count_tokens_approximately
 from ..processors._base import RunInfo, check_counter, measure, request_info
-from ..processors._summary_plan import live_request, make_summarizer
+from ..processors._summary_plan import make_summarizer
 from ..store import HistoryPage, HistoryStore, HistoryStoreError, JsonHistoryStore, ensure_message_id
 from ..summarize import RUN_MODEL, Summarizer
 from ..summarize._validate import DEFAULT_REQUIRED_SECTIONS, check_sections
-from ._background import BackgroundMixin
-from ._clamp import ClampingMixin, check_clamp_settings
+from ._clamp import check_clamp_settings
 from ._compress import NAME
 from ._conversation import check_same_conversation, restore_merged_requests
-from ._counting import CountingMixin, UsageCallback, incremental
+from ._counting import UsageCallback
 from ._overflow import OverflowMixin
-from ._stamp import RequestMeasure, stamp_response
+from ._pipeline import PipelineMixin
+from ._stamp import stamp_response
 from ._state import (
-    NO_FOCUS,
     ContextUsage,
     RunState,
     SharedState,
-    record_and_count,
     record_new_messages,
     unseen_from,
 )
+from ._store_source import PathSource, StoreSourceMixin
 from ._truncate import truncate_output
 
 __all__ = ["ContextManagerMiddleware"]
 
-PathSource = str | os.PathLike[str] | Callable[[RunContext[Any]], "str | os.PathLike[str] | None"] | None
 BeforeCompressCallback = Callable[[list[ModelMessage], int], Awaitable[None] | None]
 AfterCompressCallback = Callable[[list[ModelMessage]], Awaitable[str | None] | str | None]
 
@@ -58,7 +56,7 @@ _MIN_TOOL_OUTPUT_TOKENS = 64
 
 @dataclass
 class ContextManagerMiddleware(
-    BackgroundMixin, OverflowMixin, CountingMixin, ClampingMixin, WorkingSetSettings, AbstractCapability[Any]
+    PipelineMixin, OverflowMixin, StoreSourceMixin, WorkingSetSettings, AbstractCapability[Any]
 ):
     """Keep every message in a history file while the working context stays under the model's window.
 
@@ -192,7 +190,7 @@ class ContextManagerMiddleware(
 
     def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
         """The store of one session's file (the very instance this middleware writes)."""
-        return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
+        return self._open_store(path)
 
     def store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         """The history store a run writes (its own file when `messages_path` is a function of the run)."""
@@ -230,16 +228,6 @@ class ContextManagerMiddleware(
         if store is not None:  # merged requests can only be among the messages the recording has not seen
             messages = await restore_merged_requests(messages, store, start=unseen_from(store, messages))
         return await self._process(messages, state, None, None, store)
-
-    def _unknown_message(self, message_id: str) -> str | None:
-        store = self._static_store()
-        if store is None or message_id in store:
-            return None  # without a store (or with one per run) there is nothing to check against yet
-        where = store.path if store.path is not None else "the history store"
-        return (
-            f"no message with id {message_id!r} in {where}: pin the id of a recorded message "
-            "(get_message_id(message) of a message of the run, or an id from middleware.store)"
-        )
 
     # -- capability hooks ----------------------------------------------------------------------------------------
 
@@ -334,61 +322,3 @@ class ContextManagerMiddleware(
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None
-
-    # -- internals -----------------------------------------------------------------------------------------------
-
-    def _static_store(self) -> HistoryStore | None:
-        if isinstance(self.history_store, HistoryStore):
-            return self.history_store
-        if self.history_store is not None:
-            return None  # chosen per run
-        if self.messages_path is None or callable(self.messages_path):
-            return None
-        return self.store_for(self.messages_path)
-
-    def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
-        if self.history_store is not None and not isinstance(self.history_store, HistoryStore):
-            return self.history_store(ctx)
-        if callable(self.messages_path):
-            path = self.messages_path(ctx)
-            return None if path is None else self.store_for(path)
-        return self._static_store()
-
-    async def _process(
-        self,
-        messages: list[ModelMessage],
-        state: RunState,
-        run: RunInfo | None,
-        ctx: RunContext[Any] | None,
-        store: HistoryStore | None,
-    ) -> list[ModelMessage]:
-        _, counted = await record_and_count(state, messages, store, incremental(self.token_counter))
-        if run is not None:
-            state.model = run.request.model
-        budget, source = self._budget(run.request.model if run else None)
-        clamped = await self._clamp_new(messages, state.clamp_seen, budget, store is not None)
-        if clamped is not messages:
-            messages, counted = clamped, None  # recorded as they were; sent and counted clamped
-        threshold_tokens = int(self.compress_threshold * budget)
-        size = await measure(messages, self.token_counter, run, budget, threshold_tokens, counted=counted)
-        if self.cache_policy is not None:
-            threshold_tokens = self.cache_policy.planned_threshold(messages, size, threshold_tokens, self._keep)
-        state.measure = RequestMeasure(size.tokens, budget, threshold_tokens)
-        await self._report_usage(size, budget, source, store)
-        pending = self._shared.take_pending()
-        over = size.tokens >= threshold_tokens
-        if not over:
-            state.armed = True
-        if pending is NO_FOCUS and not (over and state.armed):
-            await self._prepare_in_background(messages, size, budget, threshold_tokens, run, state, store)
-            return messages
-        focus = pending if isinstance(pending, str) else None
-        live = live_request(run, messages, size.tokens)
-        ceiling = threshold_tokens - (run.request.overhead_tokens if run is not None else 0)
-        result = await self._compress(messages, size, budget, focus, store, ctx, live=live, ceiling=ceiling)
-        if over:
-            state.armed = False  # once per crossing: re-armed when a measure falls below the threshold
-        if result is not messages and run is not None:  # the request sent is the compacted one
-            after = await measure(result, self.token_counter, run, budget, threshold_tokens)
-            state.measure = RequestMeasure(after.tokens, budget, threshold_tokens)
-        return result
