@@ -29,7 +29,8 @@ from ._messages import SUMMARY_METADATA_KEY, get_message_id, summary_part
 from ._sizes import normalize_keep_head
 from ._summary_run import SummaryOutcome
 from ._tokens import count_tokens_approximately
-from ._working_set import WorkingSetOptions, apply_working_set
+from ._working_set import WorkingSetOptions
+from ._working_set_plan import apply_working_set
 from .cost._records import SUMMARIZER_USAGE_KEY
 
 __all__ = [

@@ -3,19 +3,19 @@
 In priority order: the latest user request (never dropped), pinned messages, the current todo list (the latest todo
 tool call and its result), recent errors and the last tool exchanges. Entries are taken out of the span the summary
 replaces (so they are not summarized twice), whole: a tool call always travels with its results; a token budget
-bounds what they add. The system prompt stays where it is, at the start. Layout after the summary: pinned requests
-and the latest request in the summary's request (one user turn, the latest request last), then the other pinned
-messages, the todo list, errors and exchanges, then the kept tail (docs/concepts/working-set.md).
+bounds what they add. The system prompt stays where it is, at the start (docs/concepts/working-set.md).
 
 A pinned request joins the summary's request and loses its own message there; `_merged_pins` records it so the next
 compaction finds the pin again by id.
+
+This module holds the options and finds the candidates (pair-closed units, in priority order);
+`_working_set_plan.py` takes them out of a plan and lays them out after the summary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -38,9 +38,12 @@ from ._user_messages import user_turns
 __all__ = [
     "DEFAULT_TODO_TOOLS",
     "DEFAULT_WORKING_SET_FRACTION",
+    "Selection",
+    "Unit",
     "WorkingSetOptions",
-    "apply_working_set",
+    "has_tool_error",
     "protected_call_ids",
+    "select_units",
 ]
 
 DEFAULT_TODO_TOOLS: tuple[str, ...] = ("write_todos",)
@@ -71,7 +74,7 @@ class WorkingSetOptions:
 
 
 @dataclass
-class _Unit:
+class Unit:
     """Messages that move together: a message and everything its tool calls and results are paired with."""
 
     kind: WorkingSetKind
@@ -91,18 +94,18 @@ class _Unit:
 
 
 @dataclass
-class _Selection:
+class Selection:
     messages: Sequence[ModelMessage]
     lo: int
     hi: int
     split_system: bool
     """The plan keeps the first request's system prompt on its own: a moved first request leaves it behind."""
-    units: list[_Unit] = field(default_factory=list[_Unit])
+    units: list[Unit] = field(default_factory=list[Unit])
     claimed: set[object] = field(default_factory=set[object])
     group_parts: set[int] = field(default_factory=set[int])
     """Every part an earlier summary absorbed from a pinned message: never part of a carried latest request."""
 
-    def unit(self, kind: WorkingSetKind, at: int) -> _Unit | None:
+    def unit(self, kind: WorkingSetKind, at: int) -> Unit | None:
         """The pair-closed unit of `messages[at]`, unless a higher priority claimed it already."""
         indices = _closure(self.messages, at)
         if indices in self.claimed:
@@ -112,7 +115,7 @@ class _Selection:
         movable = all(inside) and _clean(self.messages, indices)
         if any(inside) and not movable:
             return None  # straddles the cut or is broken: left to the summary
-        unit = _Unit(kind, indices, tuple(self._verbatim(i) for i in indices), movable)
+        unit = Unit(kind, indices, tuple(self._verbatim(i) for i in indices), movable)
         self.units.append(unit)
         return unit
 
@@ -226,10 +229,10 @@ def _recent(messages: Sequence[ModelMessage], options: WorkingSetOptions) -> tup
     return todo, errors, exchanges
 
 
-def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> _Selection:
+def select_units(messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions) -> Selection:
     """Every candidate, in priority order: latest request, pinned (history order), user turns, todo, errors and
     exchanges (newest first); each unit once, under the highest priority that claims it."""
-    sel = _Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
+    sel = Selection(messages, plan.head_end, plan.cutoff, plan.system_head is not None)
     latest = latest_user_request_at(messages)
     if latest is not None and summary_part(messages[latest]) is None:
         sel.unit("latest_request", latest)
@@ -244,7 +247,7 @@ def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: Wor
             if number is None:
                 sel.unit("user_message", at)
             elif not _is_pinned(turn, options):  # a pinned turn was claimed as a pin
-                sel.units.append(_Unit("user_message", (at,), (turn,), True, group=(at, number)))
+                sel.units.append(Unit("user_message", (at,), (turn,), True, group=(at, number)))
     todo, errors, exchanges = _recent(messages, options)
     for kind, found in (("todo", todo), ("error", errors), ("tool_exchange", exchanges)):
         for i in found:  # an entry a higher priority claimed already counts: it is in the working set
@@ -252,130 +255,9 @@ def _select(messages: Sequence[ModelMessage], plan: CompactionPlan, options: Wor
     return sel
 
 
-def _add_groups(sel: _Selection, at: int, summary: ModelMessage, options: WorkingSetOptions) -> None:
+def _add_groups(sel: Selection, at: int, summary: ModelMessage, options: WorkingSetOptions) -> None:
     for number, group in enumerate(preserved_groups(summary)):
         sel.group_parts.update(map(id, group.parts))
         if _is_pinned(group, options):
             movable = sel.lo <= at < sel.hi
-            sel.units.append(_Unit("pinned", (at,), (group,), movable, group=(at, number)))
-
-
-def apply_working_set(
-    messages: Sequence[ModelMessage], plan: CompactionPlan, options: WorkingSetOptions
-) -> CompactionPlan | None:
-    """The plan with the working set taken out of its span and listed in `plan.preserved_messages`, in order;
-    `None` when the latest request and the pinned messages are all the span holds (nothing left to summarize)."""
-    sel = _select(messages, plan, options)
-    remaining = options.tokens - sum(map(_part_tokens, plan.carried))
-    user_left = options.user_tokens  # user turns have a budget of their own
-    room = _message_room(messages, plan, options.max_messages)
-    latest_moves = bool(plan.carried) or any(u.kind == "latest_request" and u.movable for u in sel.units)
-    taken: list[_Unit] = []
-    items: list[PreservedItem] = []
-    dropped: list[PreservedItem] = []
-    for unit in sel.units:
-        if not unit.movable:
-            items.append(unit.item(moved=False))
-        elif unit.kind == "latest_request" and len(unit.indices) == 1:
-            items.append(unit.item(moved=True))  # carried by the summary request (plan.carried)
-        elif unit.kind == "latest_request" or (
-            unit.tokens <= (user_left if unit.kind == "user_message" else remaining)
-            and (unit.kind in ("pinned", "todo", "user_message") or _added_messages(unit) <= room)
-            and not (latest_moves and not _joins_summary(unit) and _has_prompt(unit))
-        ):
-            if unit.kind == "user_message":
-                user_left -= unit.tokens
-            else:
-                remaining -= unit.tokens
-            room -= _added_messages(unit)
-            taken.append(unit)
-            items.append(unit.item(moved=True))
-        else:
-            dropped.append(unit.item(moved=False))
-    if plan.carried and not any(u.kind == "latest_request" for u in sel.units):
-        # carried from an earlier summary's request, where it was carried before
-        tokens = sum(map(_part_tokens, plan.carried))
-        items.insert(0, PreservedItem("latest_request", (), 1, tokens, moved=True))
-    span = _span_without(messages, plan, taken)
-    while not span and taken and taken[-1].kind not in ("latest_request", "pinned"):
-        # The working set would be the whole span: give the newest-claimed, lowest-priority entries to the summary,
-        # so the compaction still shrinks the context.
-        unit = taken.pop()
-        items.remove(unit.item(moved=True))
-        dropped.append(unit.item(moved=False))
-        span = _span_without(messages, plan, taken)
-    if not span:
-        return None
-    taken.sort(key=_placement)
-    preserved = tuple(m for u in taken for m in u.messages)
-    carried = plan.carried
-    if any(u.kind == "latest_request" for u in taken):
-        carried = ()  # the latest request moved with its tool exchange
-    carried = tuple(p for p in carried if id(p) not in sel.group_parts)
-    return replace(
-        plan,
-        span=span,
-        carried=carried,
-        preserved_messages=preserved,
-        preserved=tuple(items),
-        preserved_dropped=tuple(dropped),
-    )
-
-
-_ORDER = {"latest_request": 1, "pinned": 2, "user_message": 3, "todo": 4, "error": 5, "tool_exchange": 6}
-
-
-def _placement(unit: _Unit) -> tuple[int, tuple[int, ...], tuple[int, int]]:
-    """Pinned requests first (they join the summary's user turn), then the latest request with its tool exchange,
-    the other pinned messages, the todo list, errors and exchanges; each kind in history order."""
-    first = 0 if unit.kind in ("pinned", "user_message") and _joins_summary(unit) else _ORDER[unit.kind]
-    return first, unit.indices, unit.group or (0, 0)
-
-
-def _added_messages(unit: _Unit) -> int:
-    return 0 if _joins_summary(unit) else len(unit.messages)
-
-
-def _joins_summary(unit: _Unit) -> bool:
-    """A lone request: placed right after the summary, it is one user turn with it (see `merge_into_summary`)."""
-    return len(unit.messages) == 1 and isinstance(unit.messages[0], ModelRequest)
-
-
-def _has_prompt(unit: _Unit) -> bool:
-    """Whether the unit holds a user prompt: moved after the latest request, it would look like a later one."""
-    return any(isinstance(p, UserPromptPart) for m in unit.messages if isinstance(m, ModelRequest) for p in m.parts)
-
-
-def _message_room(messages: Sequence[ModelMessage], plan: CompactionPlan, max_messages: int | None) -> int:
-    if max_messages is None:
-        return len(messages)
-    kept = plan.head_end + (plan.system_head is not None) + 1 + len(messages) - plan.cutoff
-    return max_messages - kept
-
-
-def _part_tokens(part: Any) -> int:
-    return estimate_message_tokens(ModelRequest(parts=[part]))
-
-
-def _span_without(
-    messages: Sequence[ModelMessage], plan: CompactionPlan, taken: list[_Unit]
-) -> tuple[ModelMessage, ...]:
-    moved_messages = {id(messages[i]) for u in taken if u.group is None for i in u.indices}
-    moved_parts = {id(p) for u in taken if u.group is not None for p in u.messages[0].parts}
-    return _without(plan.span, moved_messages, moved_parts)
-
-
-def _without(span: Sequence[ModelMessage], moved_messages: set[int], moved_parts: set[int]) -> tuple[ModelMessage, ...]:
-    kept: list[ModelMessage] = []
-    for message in span:
-        if id(message) in moved_messages:
-            continue
-        if not moved_parts:
-            kept.append(message)
-            continue
-        parts = [p for p in message.parts if id(p) not in moved_parts]
-        if len(parts) == len(message.parts):
-            kept.append(message)
-        elif parts:
-            kept.append(replace(message, parts=parts))  # type: ignore[arg-type]
-    return tuple(kept)
+            sel.units.append(Unit("pinned", (at,), (group,), movable, group=(at, number)))
