@@ -10,7 +10,6 @@ id returns it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias, cast
@@ -31,7 +30,7 @@ from .._render import iter_media, part_text
 from .._sizes import ContextSize, validate_context_size
 from .._tokens import estimate_text_tokens
 from .._windows import DEFAULT_MAX_TOKENS
-from ._truncate import truncate_output, truncate_text
+from ._clamp_content import MIN_CUT_TOKENS, clamp_part
 
 __all__ = [
     "CLAMPED_METADATA_KEY",
@@ -48,7 +47,6 @@ __all__ = [
     "clamped_part_indices",
     "original_pointer",
     "part_kind",
-    "water_level",
 ]
 
 CLAMPED_METADATA_KEY = "summarization_pydantic_ai.clamped"
@@ -56,11 +54,6 @@ CLAMPED_METADATA_KEY = "summarization_pydantic_ai.clamped"
 
 PartKind: TypeAlias = Literal["text", "tool_call_args", "tool_return", "user_prompt", "retry_prompt"]
 PART_KINDS: tuple[PartKind, ...] = ("text", "tool_call_args", "tool_return", "user_prompt", "retry_prompt")
-
-_MIN_CUT_TOKENS = 64
-"""A cut never goes below this: the marker itself takes about 40 tokens."""
-_MIN_ITEM_TOKENS = 16
-"""One text item of a prompt with several may be cut to this (a bare marker)."""
 
 
 def original_pointer(message_id: str | None, *, history_tool: bool = False) -> str:
@@ -124,7 +117,7 @@ def clamp_message(
     parts: list[Any] = list(message.parts)
     clamped: list[ClampedPart] = []
     for j, part, tokens in oversized:
-        cut = _clamp_part(part, max(keep, _MIN_CUT_TOKENS), note)
+        cut = clamp_part(part, max(keep, MIN_CUT_TOKENS), note)
         after = clampable_tokens(cut)
         if after >= tokens:
             continue  # nothing could be cut (e.g. many short text items): the part stays as it was
@@ -136,95 +129,6 @@ def clamp_message(
     entries += [{"part": c.part_index, "kind": c.kind, "tokens": c.tokens_before} for c in clamped]
     metadata = {**(message.metadata or {}), CLAMPED_METADATA_KEY: entries}
     return replace(message, parts=parts, metadata=metadata), clamped  # type: ignore[arg-type]
-
-
-def _clamp_part(part: Any, keep: int, note: str) -> Any:
-    if isinstance(part, TextPart):
-        return replace(part, content=truncate_text(part.content, keep, pointer=note)[0])
-    if isinstance(part, ToolCallPart):
-        call = cast(ToolCallPart[Any], part)
-        return replace(call, args=_clamp_args(call.args, keep, note))
-    if isinstance(part, ToolReturnPart):
-        tool_return = cast(ToolReturnPart[Any], part)
-        return replace(tool_return, content=truncate_output(tool_return.content, keep, pointer=note)[0])
-    if isinstance(part, UserPromptPart):
-        return replace(part, content=_clamp_prompt(part.content, keep, note))
-    return replace(part, content=truncate_text(part.content, keep, pointer=note)[0])
-
-
-def _clamp_prompt(content: Any, keep: int, note: str) -> Any:
-    """A prompt's text items share `keep` by water level; media and other items pass unchanged."""
-    if isinstance(content, str):
-        return truncate_text(content, keep, pointer=note)[0]
-    items: list[Any] = list(content)
-    sizes = [estimate_text_tokens(item) if isinstance(item, str) else 0 for item in items]
-    cap = water_level(sizes, sum(sizes) - keep, floor=_MIN_ITEM_TOKENS)
-    return [
-        truncate_text(item, cap, pointer=note)[0] if size > cap else item
-        for item, size in zip(items, sizes, strict=True)
-    ]
-
-
-def _clamp_args(args: Any, keep: int, note: str) -> Any:
-    """Arguments keep their shape: the longest string values are cut (by water level), so they stay a JSON object
-    (or a JSON string, when they were one). Arguments that are not a JSON object (invalid JSON, a list), or an
-    object still too large after that (huge numbers or lists), become `{"_clamped": "<head and tail>"}`: valid
-    function arguments for every provider."""
-    data: Any = args
-    if isinstance(args, str):
-        try:
-            data = json.loads(args)
-        except ValueError:
-            data = None
-    if isinstance(data, dict):
-        obj = cast(dict[str, Any], data)
-        leaves: list[int] = []
-        _collect(obj, leaves)
-        cap = water_level(leaves, estimate_text_tokens(_json(obj)) - keep, floor=_MIN_CUT_TOKENS)
-        cut: dict[str, Any] = _cut_leaves(obj, cap, note)
-        text = _json(cut)
-    else:
-        cut, text = {}, args if isinstance(args, str) else _json(args)
-    if not cut or estimate_text_tokens(text) > 2 * keep:
-        cut = {"_clamped": truncate_text(text, keep, pointer=note)[0]}
-    return _json(cut) if isinstance(args, str) else cut
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _collect(value: Any, sizes: list[int]) -> None:
-    if isinstance(value, str):
-        sizes.append(estimate_text_tokens(value))
-    elif isinstance(value, dict):
-        for item in cast(dict[str, Any], value).values():
-            _collect(item, sizes)
-    elif isinstance(value, list):
-        for item in cast(list[Any], value):
-            _collect(item, sizes)
-
-
-def _cut_leaves(value: Any, cap: int, note: str) -> Any:
-    if isinstance(value, str):
-        return truncate_text(value, cap, pointer=note)[0]
-    if isinstance(value, dict):
-        return {k: _cut_leaves(v, cap, note) for k, v in cast(dict[str, Any], value).items()}
-    if isinstance(value, list):
-        return [_cut_leaves(v, cap, note) for v in cast(list[Any], value)]
-    return value
-
-
-def water_level(sizes: Sequence[int], excess: int, *, floor: int) -> int:
-    """The largest cap (at least `floor`) such that cutting every size to it reclaims `excess`."""
-    low, high = floor, max(sizes, default=floor)
-    while low < high:
-        cap = (low + high + 1) // 2
-        if sum(max(s - cap, 0) for s in sizes) >= excess:
-            low = cap
-        else:
-            high = cap - 1
-    return low
 
 
 def clamp_messages(
@@ -261,14 +165,14 @@ def check_clamp_settings(max_part_tokens: Any, clamp_to_tokens: Any) -> ContextS
         limit = validate_context_size(max_part_tokens, name="max_part_tokens")
         if limit[0] == "messages":
             raise ValueError("max_part_tokens: a part's limit is in tokens: an int, ('tokens', n) or ('fraction', f)")
-    if limit is not None and limit[0] == "tokens" and limit[1] <= _MIN_CUT_TOKENS:
-        raise ValueError(f"max_part_tokens must be more than {_MIN_CUT_TOKENS} tokens, got {limit[1]}")
+    if limit is not None and limit[0] == "tokens" and limit[1] <= MIN_CUT_TOKENS:
+        raise ValueError(f"max_part_tokens must be more than {MIN_CUT_TOKENS} tokens, got {limit[1]}")
     if clamp_to_tokens is not None:
         if isinstance(clamp_to_tokens, bool) or not isinstance(clamp_to_tokens, int):
             raise TypeError(f"clamp_to_tokens must be an int number of tokens or None, got {clamp_to_tokens!r}")
-        if clamp_to_tokens < _MIN_CUT_TOKENS:
+        if clamp_to_tokens < MIN_CUT_TOKENS:
             raise ValueError(
-                f"clamp_to_tokens must be at least {_MIN_CUT_TOKENS} (the marker's room), got {clamp_to_tokens}"
+                f"clamp_to_tokens must be at least {MIN_CUT_TOKENS} (the marker's room), got {clamp_to_tokens}"
             )
         if limit is not None and limit[0] == "tokens" and clamp_to_tokens >= limit[1]:
             raise ValueError(f"clamp_to_tokens ({clamp_to_tokens}) must be smaller than max_part_tokens ({limit[1]})")
@@ -279,7 +183,7 @@ def clamp_sizes(limit: ContextSize, clamp_to_tokens: int | None, budget: int | N
     """The limit in tokens (a fraction of `budget`) and what a clamped part keeps: `clamp_to_tokens`, by default a
     tenth of the limit (at least 128 tokens), never above the limit."""
     tokens = int(limit[1]) if limit[0] == "tokens" else max(int(limit[1] * (budget or DEFAULT_MAX_TOKENS)), 1)
-    keep = clamp_to_tokens if clamp_to_tokens is not None else max(tokens // 10, 2 * _MIN_CUT_TOKENS)
+    keep = clamp_to_tokens if clamp_to_tokens is not None else max(tokens // 10, 2 * MIN_CUT_TOKENS)
     return tokens, max(min(keep, tokens - 1), 1)
 
 

@@ -25,8 +25,8 @@ from ._clamp import (
     clampable_tokens,
     original_pointer,
     part_kind,
-    water_level,
 )
+from ._clamp_content import water_level
 from ._truncate import TRUNCATED_METADATA_KEY, truncate_output
 
 __all__ = ["clamp_latest_request", "clamp_oversized_parts", "clear_old_tool_results", "truncate_tool_returns"]
