@@ -14,14 +14,12 @@ Example:
 """
 
 from ._prices import CachePrices, cache_prices, rewrite_cost
+from ._prompt_cache import CacheFamily, NoPromptCache, PromptCache
 from ._providers import (
     AnthropicPromptCache,
-    CacheFamily,
     DeepSeekPromptCache,
     GooglePromptCache,
-    NoPromptCache,
     OpenAIPromptCache,
-    PromptCache,
     prompt_cache_for,
 )
 from ._report import CacheReport

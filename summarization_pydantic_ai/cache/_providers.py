@@ -1,9 +1,7 @@
 """How each provider family caches a request: where entries are written, where reads are looked for, how long
 they live, the smallest prefix it caches, and whether a write costs a premium.
 
-A request is laid out in positions: 0 the tool definitions, 1 the instructions, 2 on one per message. A cache
-entry is the prefix up to a position; a request reads the longest live entry it finds (where the family looks)
-and the simulator (`CacheSimulator`) bills the rest as written or uncached.
+The request's positions and the base model (`PromptCache`, `NoPromptCache`) are in `_prompt_cache`.
 
 Sources (the providers' published rules, 2026): Anthropic's prompt-caching guide (breakpoints, automatic
 caching of the last block, the ~20-block lookback, 5-minute and 1-hour TTLs at 1.25x and 2x, reads at 0.1x,
@@ -16,117 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, ClassVar, Literal, TypeAlias, cast
+from typing import Any, ClassVar, cast
 
 from .._windows import PROVIDER_ALIASES
+from ._prompt_cache import INSTRUCTIONS, TOOLS, TTLS, CacheFamily, Layout, NoPromptCache, PromptCache, Ttl
 
 __all__ = [
     "AnthropicPromptCache",
-    "CacheFamily",
     "DeepSeekPromptCache",
     "GooglePromptCache",
-    "Layout",
-    "NoPromptCache",
     "OpenAIPromptCache",
-    "PromptCache",
-    "Ttl",
     "prompt_cache_for",
 ]
-
-CacheFamily: TypeAlias = Literal["anthropic", "openai", "google", "deepseek", "none"]
-Ttl: TypeAlias = Literal["5m", "1h"]
-
-TOOLS, INSTRUCTIONS, FIRST_MESSAGE = 0, 1, 2
-"""The positions of a request: tool definitions, instructions, then one per message."""
-
-_TTLS: dict[str, timedelta] = {"5m": timedelta(minutes=5), "1h": timedelta(hours=1)}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One request as positions: `cum_tokens[p]` tokens up to and including position `p`, `cum_blocks[p]`
-    content blocks up to it, and the positions whose message carries a `CachePoint` (with its TTL)."""
-
-    cum_tokens: list[int]
-    cum_blocks: list[int]
-    cache_points: Mapping[int, Ttl] = field(default_factory=dict[int, "Ttl"])
-
-    @property
-    def last(self) -> int:
-        return len(self.cum_tokens) - 1
-
-    @property
-    def total(self) -> int:
-        return self.cum_tokens[-1] if self.cum_tokens else 0
-
-
-@dataclass(frozen=True)
-class PromptCache:
-    """A provider family's prompt cache (the base: subclasses set the family's rules).
-
-    `write_points` says where a request leaves cache entries (and with which TTL), `read_points` where the
-    provider looks for an earlier entry (walking back at most `lookback_blocks` content blocks from each), and
-    `readable` how many tokens of a hit are billed as read.
-
-    The base itself caches every prefix with no minimum: `PromptCache(write_premium=True)` is the plain
-    message-prefix model (the longest identical prefix of an earlier live request is read, the rest written at
-    the write price), a bound that no provider's breakpoints beat.
-
-    Example:
-        ```python
-        ideal = PromptCache(retention=timedelta(minutes=5), write_premium=True)
-        ```
-    """
-
-    family: ClassVar[CacheFamily] = "none"
-    retention: timedelta | None = None
-    """How long an entry lives after its last use; `None`: as long as the session (the provider publishes none)."""
-    min_cacheable_tokens: int = 0
-    """A prefix shorter than this is never cached."""
-    write_premium: bool = False
-    """Whether tokens written to the cache are billed at a write price (Anthropic) or as plain input."""
-    lookback_blocks: int | None = None
-    """How many content blocks back from a read point the provider looks for an entry (`None`: all the way)."""
-    persists_common_prefix: ClassVar[bool] = False
-    """A prefix two requests share is kept as an entry of its own once seen (DeepSeek)."""
-    persists_response_end: ClassVar[bool] = False
-    """The end of a request's output is an entry too (DeepSeek): the next request, which repeats it, reads it."""
-
-    def write_points(self, layout: Layout) -> list[tuple[int, Ttl | None]]:
-        """The positions a request leaves entries at, ascending, with their TTL (`None`: `retention`)."""
-        return [(p, None) for p in range(layout.last + 1)]
-
-    def read_points(self, layout: Layout) -> list[int]:
-        """The positions the provider looks back from for an entry (the longest entry found is read)."""
-        return [layout.last] if layout.cum_tokens else []
-
-    def readable(self, prefix_tokens: int) -> int:
-        """Tokens billed as read when an entry of `prefix_tokens` is hit."""
-        return prefix_tokens if prefix_tokens >= self.min_cacheable_tokens else 0
-
-    def ttl(self, label: Ttl | None) -> timedelta | None:
-        return _TTLS[label] if label is not None else self.retention
-
-    @property
-    def enabled(self) -> bool:
-        return True
-
-
-@dataclass(frozen=True)
-class NoPromptCache(PromptCache):
-    """A model with no prompt cache (or one this package does not model): every input token is uncached."""
-
-    def write_points(self, layout: Layout) -> list[tuple[int, Ttl | None]]:
-        return []
-
-    def read_points(self, layout: Layout) -> list[int]:
-        return []
-
-    @property
-    def enabled(self) -> bool:
-        return False
 
 
 def _anthropic_minimum(model: str | None) -> int:
@@ -197,7 +98,7 @@ class AnthropicPromptCache(PromptCache):
         return cls(
             model=model,
             cache_messages=bool(last),
-            ttl_messages=last if last in _TTLS else "5m",
+            ttl_messages=last if last in TTLS else "5m",
             cache_instructions=settings.get("anthropic_cache_instructions") or False,
             cache_tool_definitions=settings.get("anthropic_cache_tool_definitions") or False,
         )
@@ -208,7 +109,7 @@ class AnthropicPromptCache(PromptCache):
             return cls(model=model, cache_messages=False)
         config = cast("dict[str, Any]", value) if isinstance(value, dict) else {}
         retention = config.get("retention", value)
-        ttl: Ttl = retention if retention in _TTLS else "5m"
+        ttl: Ttl = retention if retention in TTLS else "5m"
         head: Ttl = ttl
         return cls(
             model=model,
@@ -226,7 +127,7 @@ class AnthropicPromptCache(PromptCache):
             chosen[layout.last] = self.ttl_messages
         for position, setting in ((TOOLS, self.cache_tool_definitions), (INSTRUCTIONS, self.cache_instructions)):
             if setting and position <= layout.last and len(chosen) < self.max_breakpoints:
-                chosen.setdefault(position, setting if setting in _TTLS else "5m")  # type: ignore[arg-type]
+                chosen.setdefault(position, setting if setting in TTLS else "5m")  # type: ignore[arg-type]
         for position in sorted(layout.cache_points, reverse=True):
             if len(chosen) >= self.max_breakpoints:
                 break

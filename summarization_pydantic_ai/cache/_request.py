@@ -20,7 +20,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from .._estimate import CHARS_PER_TOKEN, approx_message_tokens, estimate_text_tokens
-from ._providers import Ttl
+from ._prompt_cache import Ttl
 
 __all__ = ["SentRequest", "cache_points_ttl", "chain", "message_fingerprint", "sent_instructions", "tools_text"]
 

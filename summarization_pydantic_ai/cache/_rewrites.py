@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._providers import FIRST_MESSAGE
+from ._prompt_cache import FIRST_MESSAGE
 
 __all__ = ["PreviousRequest", "Rewrite"]
 

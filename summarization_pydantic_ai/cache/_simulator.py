@@ -21,7 +21,8 @@ from .._cursor import HistoryCursor
 from ._billed import CachedRequest, CacheTokens
 from ._entries import CacheEntries, Entry, Line
 from ._prices import CachePrices, cache_prices, rewrite_cost
-from ._providers import FIRST_MESSAGE, INSTRUCTIONS, TOOLS, Layout, PromptCache, Ttl, prompt_cache_for
+from ._prompt_cache import FIRST_MESSAGE, INSTRUCTIONS, TOOLS, Layout, PromptCache, Ttl
+from ._providers import prompt_cache_for
 from ._report import CacheReport
 from ._request import (
     SentRequest,
