@@ -6,9 +6,7 @@ new agent, a new process) sees it again.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,21 +14,16 @@ from typing import Any
 from pydantic_ai import FunctionToolset, RunContext, ToolFailed
 from pydantic_ai.capabilities import AbstractCapability
 
-from summarization_pydantic_ai import HistoryStoreError
-
-from ..backends import BackendError, BackendProtocol, PathEscapeError, count_occurrences
-from ..storage._protocols import MemoryStore, StorageError
+from ..backends import BackendProtocol, count_occurrences
+from ..storage._protocols import MemoryStore
+from ._cas import CAS_ATTEMPTS, STORAGE_ERRORS, describe, load_locked, modify
 from ._storage import (
     DEFAULT_AGENT_NAME,
     MEMORY_FILE,
-    PROCESS_LOCK_TIMEOUT,
-    LockTimeout,
     MemoryLocation,
     check_agent_name,
     check_memory_dir,
-    guard,
     memory_path,
-    version,
 )
 from ._text import (
     MAX_INSTRUCTION_CHARS,
@@ -52,10 +45,6 @@ __all__ = [
     "READ_LIMIT",
     "AgentMemoryToolset",
 ]
-
-CAS_ATTEMPTS = 8
-"""How many times a write re-reads and recomputes when another writer changed the file in between."""
-_STORAGE_ERRORS = (OSError, BackendError, LockTimeout, ValueError, TypeError, StorageError, HistoryStoreError)
 
 
 @dataclass
@@ -172,9 +161,9 @@ class AgentMemoryToolset(AbstractCapability[Any]):
         where: MemoryLocation | None = None
         try:
             where = self.locate(deps)
-            text = await self._load_locked(where)
-        except _STORAGE_ERRORS as exc:
-            return f"## Agent Memory\nMemory is unavailable: {_describe(exc, 'read', where)}"
+            text = await load_locked(where)
+        except STORAGE_ERRORS as exc:
+            return f"## Agent Memory\nMemory is unavailable: {describe(exc, 'read', where)}"
         return instructions(text or "", where.path, self.max_lines)
 
     # -- tools (as the model calls them) -------------------------------------------------------------------------------
@@ -233,9 +222,9 @@ class AgentMemoryToolset(AbstractCapability[Any]):
         where: MemoryLocation | None = None
         try:
             where = self.locate(deps)
-            text = await self._load_locked(where)
-        except _STORAGE_ERRORS as exc:
-            raise ToolFailed(_describe(exc, "read", where)) from exc
+            text = await load_locked(where)
+        except STORAGE_ERRORS as exc:
+            raise ToolFailed(describe(exc, "read", where)) from exc
         return page(text or "", offset, limit)
 
     async def _write(self, deps: Any, content: str) -> str:
@@ -252,7 +241,7 @@ class AgentMemoryToolset(AbstractCapability[Any]):
         def landed(before: str | None, now: str | None) -> bool:
             return now is not None and now.count(entry) > (before or "").count(entry)
 
-        after, where = await self._modify(deps, append, "write", landed)
+        after, where = await modify(lambda: self.locate(deps), append, "write", landed)
         return f"Saved to memory ({count(len(lines_of(after)))} in {where.path})."
 
     async def _update(self, deps: Any, old_text: str, new_text: str) -> str:
@@ -278,97 +267,5 @@ class AgentMemoryToolset(AbstractCapability[Any]):
                 )
             return before.replace(old_text, new_text, 1)
 
-        after, where = await self._modify(deps, replace, "update")
+        after, where = await modify(lambda: self.locate(deps), replace, "update")
         return f"Memory updated ({count(len(lines_of(after)))} in {where.path})."
-
-    # -- storage -------------------------------------------------------------------------------------------------------
-
-    @staticmethod
-    async def _load(backend: BackendProtocol, path: str) -> str | None:
-        """The file's text, or None while it does not exist."""
-        try:
-            return await backend.read(path)
-        except FileNotFoundError:
-            return None
-
-    async def _load_locked(self, where: MemoryLocation) -> str | None:
-        if where.store is not None:
-            return await where.store.read(where.agent_name or DEFAULT_AGENT_NAME)
-        backend = where.open(create=False)
-        if backend is None:
-            return None
-        async with guard(backend, where.path, shared=True):
-            return await self._load(backend, where.path)
-
-    async def _modify(
-        self,
-        deps: Any,
-        change: Callable[[str | None], str],
-        action: str,
-        landed: Callable[[str | None, str | None], bool] | None = None,
-    ) -> tuple[str, MemoryLocation]:
-        """Apply `change` to the file's content as a compare-and-swap, retried while other writers interfere.
-
-        `change` raises `ToolFailed` when it does not apply. `landed(before, now)` checks after the write that it
-        was not overwritten by a writer in another process; if it was, the change is made again.
-        """
-        where: MemoryLocation | None = None
-        try:
-            where = self.locate(deps)
-            if where.store is not None:
-                after = await _swap(where.store, where.agent_name or DEFAULT_AGENT_NAME, change)
-                if after is not None:
-                    return after, where
-                raise ToolFailed(
-                    f"memory at {where.path} kept changing while saving ({CAS_ATTEMPTS} attempts; another writer is "
-                    "busy with it): call the tool again"
-                )
-            backend = where.open(create=True)
-            assert backend is not None
-            async with guard(backend, where.path):
-                for attempt in range(CAS_ATTEMPTS):
-                    before = await self._load(backend, where.path)
-                    after = change(before)
-                    if version(await self._load(backend, where.path)) == version(before):
-                        await backend.write(where.path, after)
-                        if landed is None or landed(before, await self._load(backend, where.path)):
-                            return after, where
-                    await asyncio.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
-        except _STORAGE_ERRORS as exc:
-            raise ToolFailed(_describe(exc, action, where)) from exc
-        raise ToolFailed(
-            f"memory at {where.path} kept changing while saving ({CAS_ATTEMPTS} attempts; another writer is busy "
-            "with it): call the tool again"
-        )
-
-
-async def _swap(store: MemoryStore, name: str, change: Callable[[str | None], str]) -> str | None:
-    """`change` applied with the store's compare-and-swap, retried while other writers interfere (`None`: gave up).
-    The swap is atomic: what it wrote has landed (no re-check as for files)."""
-    for attempt in range(CAS_ATTEMPTS):
-        before = await store.read(name)
-        after = change(before)
-        if await store.compare_and_swap(name, before, after):
-            return after
-        await asyncio.sleep(random.uniform(0.001, 0.005) * (attempt + 1))
-    return None
-
-
-def _describe(exc: BaseException, action: str, where: MemoryLocation | None) -> str:
-    at = f" at {where.path}" if where is not None else ""
-    if isinstance(exc, LockTimeout):
-        return (
-            f"could not {action} memory{at}: another process has held its lock for over {PROCESS_LOCK_TIMEOUT:g} s. "
-            "Try again later."
-        )
-    if isinstance(exc, PathEscapeError):
-        reason = f"access denied ({exc})"
-    elif isinstance(exc, IsADirectoryError):
-        reason = "it is a directory"
-    elif isinstance(exc, NotADirectoryError):
-        reason = "a file stands where one of its directories should be"
-    elif isinstance(exc, OSError):
-        reason = exc.strerror or str(exc) or type(exc).__name__
-    else:
-        reason = str(exc)
-    return f"could not {action} memory{at}: {reason}. This is a problem of the storage; tell the user."
