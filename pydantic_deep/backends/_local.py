@@ -16,10 +16,8 @@ except PathEscapeError as exc:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import secrets
 import stat as stat_module
 import threading
 from collections.abc import Callable
@@ -30,6 +28,7 @@ import anyio.to_thread
 
 from ._grep import GREP_TIME_LIMIT, GrepBudget, compile_grep_pattern, grep_lines, grep_path_matches
 from ._host import check_regular as _check_regular
+from ._host import open_regular, read_regular, write_atomic
 from ._host import translate as _translate
 from ._names import escape_name, unescape_name
 from ._pages import FilePage, read_page_from
@@ -47,9 +46,6 @@ from ._protocol import (
 __all__ = ["LocalBackend"]
 
 _T = TypeVar("_T")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class LocalBackend:
@@ -128,7 +124,7 @@ class LocalBackend:
     async def read(self, path: str) -> str:
         def read() -> str:
             vpath, real = self._resolve(path)
-            return self._read_bytes(vpath, real).decode("utf-8", "replace")
+            return read_regular(vpath, real).decode("utf-8", "replace")
 
         return await self._run(read, path)
 
@@ -138,7 +134,7 @@ class LocalBackend:
         def write() -> None:
             vpath, real = self._resolve_for_write(path)
             with self._lock:
-                self._write_bytes(vpath, real, data)
+                write_atomic(self._root, vpath, real, data)
 
         await self._run(write, path)
 
@@ -147,7 +143,7 @@ class LocalBackend:
 
         def read_page() -> FilePage:
             vpath, real = self._resolve(path)
-            fd = self._open_regular(vpath, real)
+            fd = open_regular(vpath, real)
             size = os.fstat(fd).st_size
             with os.fdopen(fd, "rb") as file:
                 return read_page_from(
@@ -160,9 +156,9 @@ class LocalBackend:
         def edit() -> int:
             vpath, real = self._resolve(path)
             with self._lock:
-                text = self._read_bytes(vpath, real).decode("utf-8", "surrogateescape")  # every byte comes back
+                text = read_regular(vpath, real).decode("utf-8", "surrogateescape")  # every byte comes back
                 result, count = apply_edit(text, old, new, path=vpath, replace_all=replace_all)
-                self._write_bytes(vpath, real, result.encode("utf-8", "surrogateescape"))
+                write_atomic(self._root, vpath, real, result.encode("utf-8", "surrogateescape"))
             return count
 
         return await self._run(edit, path)
@@ -214,7 +210,7 @@ class LocalBackend:
                 if not grep_path_matches(glob, file_vpath, base):
                     continue
                 try:
-                    data = self._read_bytes(file_vpath, file_real)
+                    data = read_regular(file_vpath, file_real)
                 except (OSError, BackendError):
                     continue  # unreadable, vanished or no longer a regular file: skip, like grep -s
                 if b"\x00" in data[:BINARY_SNIFF_CHARS]:
@@ -276,63 +272,6 @@ class LocalBackend:
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory", vpath)
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", vpath)
         return vpath, real
-
-    def _open_regular(self, vpath: str, real: str) -> int:
-        """A read-only descriptor of the regular file `real`; a directory, FIFO, socket or device is refused.
-
-        The type is checked before opening, and the open itself never blocks (`O_NONBLOCK`: a FIFO swapped in
-        meanwhile opens at once and is refused by the second check).
-        """
-        _check_regular(os.stat(real).st_mode, vpath)
-        fd = os.open(real, os.O_RDONLY | _NOFOLLOW | _BINARY | _NONBLOCK)
-        try:
-            _check_regular(os.fstat(fd).st_mode, vpath)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _read_bytes(self, vpath: str, real: str) -> bytes:
-        with os.fdopen(self._open_regular(vpath, real), "rb") as file:
-            return file.read()
-
-    def _write_bytes(self, vpath: str, real: str, data: bytes) -> None:
-        """Write atomically: a temporary file next to the target, then `os.replace` (a crash leaves old or new)."""
-        directory, name = os.path.split(real)
-        try:
-            st = os.stat(real)
-        except FileNotFoundError:
-            mode = None
-        else:
-            _check_regular(st.st_mode, vpath)  # never replace a directory, FIFO, socket or device
-            mode = stat_module.S_IMODE(st.st_mode)
-        self._make_parents(vpath, directory)
-        short = os.fsdecode(os.fsencode(name)[:200])  # the temporary name stays within 255 bytes
-        temp = os.path.join(directory, f".{short}.{secrets.token_hex(6)}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-            if mode is not None:
-                os.chmod(temp, mode)
-            os.replace(temp, real)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
-
-    def _make_parents(self, vpath: str, directory: str) -> None:
-        """`os.makedirs` for a directory inside the root, without its recursion (trees may be very deep)."""
-        if os.path.isdir(directory):
-            return
-        current = self._root
-        for part in os.path.relpath(directory, self._root).split(os.sep):
-            current = os.path.join(current, part)
-            try:
-                os.mkdir(current)
-            except FileExistsError:
-                if not os.path.isdir(current):
-                    raise NotADirectoryError(errno.ENOTDIR, "A parent of this path is a file", vpath) from None
 
     def _entry_info(self, vpath: str, host: str) -> FileInfo | None:
         """`FileInfo` for a directory entry, or None when it resolves outside the root or dangles."""
