@@ -13,6 +13,7 @@ agent = Agent(TestModel(), toolsets=[FilesystemToolset(backend=backend), Hygiene
 ```
 """
 
+from ._format import DEFAULT_READ_LIMIT, MAX_LINE_CHARS, format_grep, format_ls, number_lines
 from ._hidden import DEFAULT_HIDDEN_DIRS
 from ._hygiene import (
     CleanupResult,
@@ -24,16 +25,7 @@ from ._hygiene import (
     list_files,
     organize_virtual_fs,
 )
-from ._toolset import (
-    DEFAULT_READ_LIMIT,
-    MAX_LINE_CHARS,
-    FilesystemToolset,
-    describe_error,
-    format_grep,
-    format_ls,
-    number_lines,
-    resolve_backend,
-)
+from ._toolset import FilesystemToolset, describe_error, resolve_backend
 
 __all__ = [
     "DEFAULT_HIDDEN_DIRS",
