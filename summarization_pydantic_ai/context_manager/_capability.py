@@ -190,7 +190,7 @@ class ContextManagerMiddleware(
 
     def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
         """The store of one session's file (the very instance this middleware writes)."""
-        return self._open_store(path)
+        return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
 
     def store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         """The history store a run writes (its own file when `messages_path` is a function of the run)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import RunContext
 
@@ -21,11 +21,10 @@ class StoreSourceMixin:
 
     messages_path: PathSource
     history_store: HistoryStore | Callable[[RunContext[Any]], HistoryStore | None] | None
-    fsync: bool
-    lock_timeout: float
 
-    def _open_store(self, path: str | os.PathLike[str]) -> JsonHistoryStore:
-        return JsonHistoryStore.open(path, fsync=self.fsync, lock_timeout=self.lock_timeout)
+    if TYPE_CHECKING:
+
+        def store_for(self, path: str | os.PathLike[str]) -> JsonHistoryStore: ...
 
     def _unknown_message(self, message_id: str) -> str | None:
         store = self._static_store()
@@ -44,12 +43,12 @@ class StoreSourceMixin:
             return None  # chosen per run
         if self.messages_path is None or callable(self.messages_path):
             return None
-        return self._open_store(self.messages_path)
+        return self.store_for(self.messages_path)
 
     def _store_for_run(self, ctx: RunContext[Any]) -> HistoryStore | None:
         if self.history_store is not None and not isinstance(self.history_store, HistoryStore):
             return self.history_store(ctx)
         if callable(self.messages_path):
             path = self.messages_path(ctx)
-            return None if path is None else self._open_store(path)
+            return None if path is None else self.store_for(path)
         return self._static_store()
