@@ -8,7 +8,8 @@ only produces text.
 
 When the trigger fires, `BackgroundCompaction.take` hands the prepared plan and summary over if the messages it
 covers are still the history's prefix (the same message objects, unedited), the latest user request is the same,
-the summarizer did not fail, and its span starts where the synchronous plan's does and ends no later. Otherwise
+the summarizer did not fail, its span starts where the synchronous plan's does and ends no later, and its cut still
+orphans no result (a late result may have arrived for a call in its span). Otherwise
 (stale, unfinished, failed) it is dropped and the caller compacts synchronously. At most one preparation is in
 flight per run.
 """
@@ -26,6 +27,7 @@ from pydantic_ai.messages import ModelMessage
 
 from ._compaction_plan import CompactionPlan
 from ._cursor import _fingerprint  # pyright: ignore[reportPrivateUsage]
+from ._cutoff import cut_keeps_pairs
 from ._sizes import ContextSize, validate_context_size
 from ._summary_run import SummaryOutcome
 
@@ -168,6 +170,7 @@ class BackgroundCompaction:
             and held.plan.cutoff <= now.cutoff
             and held.latest_request == latest_request
             and held.covers_prefix_of(messages)
+            and cut_keeps_pairs(messages, held.plan.cutoff)
         )
         if not usable:
             self._waste(held)

@@ -11,7 +11,7 @@ from ._messages import ToolPairIndex, has_user_voice
 from ._sizes import ContextSize, keep_tokens, normalize_keep
 from ._tokens import _default_counter  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["find_safe_cutoff", "head_count", "inflight_start", "safe_head_end", "unanswered_start"]
+__all__ = ["cut_keeps_pairs", "find_safe_cutoff", "head_count", "inflight_start", "safe_head_end", "unanswered_start"]
 
 
 def inflight_start(messages: Sequence[ModelMessage]) -> int:
@@ -52,6 +52,12 @@ def _close_pairs(index: ToolPairIndex, cutoff: int) -> int:
     while cutoff < n and suffix_min[cutoff] < cutoff:
         cutoff = suffix_min[cutoff]
     return cutoff
+
+
+def cut_keeps_pairs(messages: Sequence[ModelMessage], cutoff: int) -> bool:
+    """Whether a cut at `cutoff` orphans no result: no message from `cutoff` on answers a call made before it (a
+    cut planned on an earlier history may not be safe any more once a late result arrived)."""
+    return _close_pairs(ToolPairIndex.build(messages), cutoff) == cutoff
 
 
 def safe_head_end(messages: Sequence[ModelMessage], head: int) -> int:
