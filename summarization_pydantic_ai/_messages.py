@@ -22,6 +22,7 @@ from pydantic_ai.messages import (
     SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "is_summary_message",
     "summary_info",
     "summary_part",
+    "user_prompts",
     "validate_history",
 ]
 
@@ -167,6 +169,32 @@ def summary_info(message: ModelMessage) -> dict[str, Any] | None:
 def is_summary_message(message: ModelMessage) -> bool:
     """Whether `message` is a request carrying a summary written by an application (ours or another library's)."""
     return summary_part(message) is not None
+
+
+def user_prompts(messages: Sequence[ModelMessage], index: int) -> list[UserPromptPart]:
+    """The user prompts of the request at `index` that are the user's own words.
+
+    A request of prompts (system prompts and summaries aside) is the user's. Beside tool results, a prompt is the
+    user's only when that request opens a new run (pydantic-ai puts a run's prompt after the results it resumes
+    with: the request's `run_id` differs from the response's before it); otherwise it is content a tool delivered
+    (`ToolReturn.content`: a fetched document, a skill's text, a file), which an agent sends as user text beside the
+    tool's result and which is not what the user asked.
+    """
+    message = messages[index]
+    if not isinstance(message, ModelRequest):
+        return []
+    prompts = [p for p in message.parts if isinstance(p, UserPromptPart)]
+    results = (ToolReturnPart, RetryPromptPart)  # pyright: ignore[reportDeprecated]
+    if not prompts or not any(isinstance(p, results) for p in message.parts):
+        return prompts
+    previous = messages[index - 1] if index > 0 else None
+    opens_run = (
+        isinstance(previous, ModelResponse)
+        and message.run_id is not None
+        and previous.run_id is not None
+        and message.run_id != previous.run_id
+    )
+    return prompts if opens_run else []
 
 
 def has_user_voice(message: ModelRequest) -> bool:

@@ -75,9 +75,12 @@ async def summarize_with_fallback(
     kept_messages: int = 0,
     required_sections: Sequence[str] = DEFAULT_REQUIRED_SECTIONS,
     warning: WarnOnce | None = None,
+    latest_request_kept: bool = True,
 ) -> SummaryOutcome:
     """Run the summarizer and check its summary (`summary_problems`); on a failure ask once more, then use the
-    deterministic summary and say why. Whatever wrote it, the summary gets the touched file paths it lacks."""
+    deterministic summary and say why. Whatever wrote it, the summary gets the touched file paths it lacks.
+    `latest_request_kept`: the latest request stays verbatim in the working context (a long one is then referred
+    to, not copied)."""
     request = SummaryRequest(
         messages=plan.span,
         previous_summary="\n\n".join(plan.previous_summaries) or None,
@@ -87,12 +90,10 @@ async def summarize_with_fallback(
         live=live,
         window_tokens=window_tokens,
         kept_messages=kept_messages,
-        # Every plan keeps the latest request verbatim: before or after the span, moved with the working set, or
-        # carried by the summary's request (`plan.carried`). A long one is therefore referred to, not copied.
-        latest_request_kept=True,
+        latest_request_kept=latest_request_kept,
     )
     # A long request stays where the working context keeps it: the summary need not (and should not) repeat it.
-    required_latest = None if refers_to_latest(latest_request, kept=True) else latest_request
+    required_latest = None if refers_to_latest(latest_request, kept=latest_request_kept) else latest_request
     started = time.perf_counter()
     with collect_summarizer_usage() as calls:
         outcome = await _summarize(plan, summarizer, request, required_latest, fallback, required_sections, warning)

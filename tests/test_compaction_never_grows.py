@@ -74,7 +74,8 @@ async def test_the_reproduction_ends_with_fewer_tokens_and_the_document_once() -
     assert count_tokens_approximately(out) < count_tokens_approximately(history)
     assert copies_of_the_document(out) == 1
     summary = next(p for m in out if (p := summary_part(m)) is not None)
-    assert "kept verbatim in the conversation after this summary" in str(summary.content)
+    # The document came with the Skill tool's result: the user's request is the prompt before it, named verbatim.
+    assert str(summary.content).endswith("## Latest user request\nCheck the citations in refs.bib")
     assert validate_history(out) == []
 
 
@@ -162,7 +163,7 @@ async def test_through_agent_run_the_request_after_the_compaction_is_smaller_and
     assert validate_history(result.all_messages(), for_request=False) == []
 
 
-async def test_a_model_summarizer_is_told_about_the_long_request_not_given_a_copy_to_write_back() -> None:
+async def test_a_model_summarizer_is_given_the_users_request_and_the_document_at_most_once() -> None:
     prompts: list[str] = []
 
     def summary_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -176,7 +177,8 @@ async def test_a_model_summarizer_is_told_about_the_long_request_not_given_a_cop
     history = skill_history()
     out = await processor.compact(history)
     assert prompts and all(prompt.count("step 57: use the citation API") <= 1 for prompt in prompts)
-    assert all("kept verbatim in the conversation after this summary" in prompt for prompt in prompts)
+    request = "<latest_user_request>\nCheck the citations in refs.bib\n</latest_user_request>"
+    assert all(request in prompt for prompt in prompts), "the user's request, not the document the tool delivered"
     info = summary_info(next(m for m in out if summary_info(m)))
     assert info is not None and info["summarizer"] == "llm" and "fallback_reason" not in info
     assert copies_of_the_document(out) == 1

@@ -10,12 +10,13 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from .._compaction import CompactionPlan, plan_compaction
-from .._messages import validate_history
+from .._messages import user_prompts, validate_history
 from .._sizes import ContextSize
 from .._summary_run import SummaryOutcome, WarnOnce, summarize_with_fallback
 from .._tokens import IncrementalCounter, TokenCounter, async_count_tokens, count_tokens_approximately
 from .._working_set import WorkingSetOptions
 from ..summarize import DeterministicSummarizer, LLMSummarizer, Summarizer, latest_user_request
+from ..summarize._latest import latest_user_request_index
 from ..summarize._models import RUN_MODEL
 from ..summarize._protocol import LiveRequest
 from ..summarize._template import DEFAULT_SUMMARY_PROMPT
@@ -125,15 +126,27 @@ async def summarize_plan(
 ) -> SummaryOutcome:
     """The summary of `plan`'s span of `messages` (asked of the summarizer, checked, else the deterministic one):
     the same call whether the compaction runs on the request path or in the background."""
+    latest = latest_user_request_index(messages)
     return await summarize_with_fallback(
         plan,
         summarizer,
         focus=focus,
-        latest_request=latest_user_request(messages),
+        latest_request=None if latest is None else latest_user_request(messages),
         first_index=plan.head_end,
         live=live,
         window_tokens=budget,
         kept_messages=len(messages) - plan.cutoff,
         required_sections=required_sections,
         warning=warning,
+        latest_request_kept=_kept_verbatim(messages, plan, latest),
     )
+
+
+def _kept_verbatim(messages: Sequence[ModelMessage], plan: CompactionPlan, index: int | None) -> bool:
+    """Whether the user's latest request (at `index`) stays verbatim in the working context after `plan`: outside
+    the span, moved with the working set, or carried by the summary's request. Every plan keeps the latest request
+    that holds a prompt; the user's own is another one when a tool delivered a document as user text after it."""
+    if index is None or not plan.head_end <= index < plan.cutoff:
+        return True
+    kept = {id(p) for m in plan.preserved_messages for p in m.parts} | {id(p) for p in plan.carried}
+    return all(id(p) in kept for p in user_prompts(messages, index))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage
 
+from .._messages import user_prompts
 from .._render import part_text
 from ._protocol import SummaryRequest
 
@@ -22,6 +23,7 @@ __all__ = [
     "latest_request_from_summary",
     "latest_request_reference",
     "latest_user_request",
+    "latest_user_request_index",
     "refers_to_latest",
     "request_latest",
     "summary_latest",
@@ -36,12 +38,17 @@ _REFERENCE_START = "(kept verbatim in the conversation after this summary:"
 
 
 def latest_user_request(messages: Sequence[ModelMessage]) -> str | None:
-    """The text of the most recent user prompt in `messages`."""
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in reversed(message.parts):
-                if isinstance(part, UserPromptPart):
-                    return part_text(part)
+    """The text of the most recent user prompt in `messages` (the user's words: a document a tool delivered as
+    user text beside its result is not a request, see `user_prompts`)."""
+    index = latest_user_request_index(messages)
+    return None if index is None else part_text(user_prompts(messages, index)[-1])
+
+
+def latest_user_request_index(messages: Sequence[ModelMessage]) -> int | None:
+    """The index of the request holding the user's most recent prompt (see `user_prompts`), or `None`."""
+    for index in range(len(messages) - 1, -1, -1):
+        if user_prompts(messages, index):
+            return index
     return None
 
 

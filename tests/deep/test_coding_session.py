@@ -63,11 +63,6 @@ def test_the_session_runs_through_create_deep_agent_with_valid_histories(managed
     assert session.workspace is not None and not session.workspace.exists(), "the temporary workspace is removed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known engine bug: after a compaction the working set and the summary take the document fetch_url "
-    "delivered as user text beside its result for the latest user request; the user's prompt is lost",
-)
 def test_the_latest_user_request_survives_compaction(managed: Played) -> None:
     _, result, _ = managed
     assert result.probes()["latest user request"]
