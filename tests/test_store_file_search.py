@@ -80,6 +80,10 @@ FILTERS = [
     SearchFilter(roles=("user",)),
     SearchFilter(roles=("tool", "assistant")),
     SearchFilter(tool_name="grep"),
+    # Names are compared whole and case-sensitively, as the scan compares them: no LIKE wildcards, no case folding.
+    SearchFilter(tool_name="GREP"),
+    SearchFilter(tool_name="gre_"),
+    SearchFilter(roles=("USER",)),
     SearchFilter(
         since=(START + timedelta(minutes=500)).isoformat(), until=(START + timedelta(minutes=900)).isoformat()
     ),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ._scan_search import normalized_words
+from ._search_text import message_filters
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -193,18 +194,5 @@ def apply_texts(db: sqlite3.Connection, texts: dict[str, str]) -> int:
 def filters(
     fts_query: str, roles: Sequence[str], tool_name: str | None, since: str | None, until: str | None
 ) -> tuple[list[str], list[Any]]:
-    where = ["docs_fts MATCH ?"]
-    params: list[Any] = [fts_query]
-    if roles:
-        where.append("(" + " OR ".join("(' ' || d.roles || ' ') LIKE ?" for _ in roles) + ")")
-        params += [f"% {role} %" for role in roles]
-    if tool_name:
-        where.append("(' ' || d.tool_names || ' ') LIKE ?")
-        params.append(f"% {tool_name} %")
-    if since:
-        where.append("d.ts >= ?")
-        params.append(since)
-    if until:
-        where.append("d.ts <= ?")
-        params.append(until)
-    return where, params
+    where, params = message_filters("d", roles, tool_name, since, until)
+    return ["docs_fts MATCH ?", *where], [fts_query, *params]

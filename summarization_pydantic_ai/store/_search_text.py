@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic_ai.messages import (
     CompactionPart,
@@ -22,7 +24,7 @@ from .._messages import get_message_id, summary_part
 from .._render import render_message
 from ._database import SearchQueryError
 
-__all__ = ["IndexedText", "build_fts_query", "message_text", "query_terms", "space_cjk"]
+__all__ = ["IndexedText", "build_fts_query", "message_filters", "message_text", "query_terms", "space_cjk"]
 
 MAX_QUERY_TERMS = 24
 MAX_TERM_CHARS = 64
@@ -125,3 +127,27 @@ def build_fts_query(query: str) -> str:
         quoted = '"' + spaced.replace('"', "") + '"'
         expressions.append(quoted + ("*" if prefix else ""))
     return " OR ".join(expressions)
+
+
+def message_filters(
+    alias: str, roles: Sequence[str], tool_name: str | None, since: str | None, until: str | None
+) -> tuple[list[str], list[Any]]:
+    """SQL conditions and their parameters on the message rows `alias` (columns `roles`, `tool_names`, `ts`): any
+    of `roles`, the tool `tool_name`, a timestamp within `since`/`until` (inclusive). Names are compared whole and
+    case-sensitively, as the scan compares them (`instr` on space-padded lists: no `LIKE` wildcards, no case
+    folding)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if roles:
+        where.append("(" + " OR ".join(f"instr(' ' || {alias}.roles || ' ', ?) > 0" for _ in roles) + ")")
+        params += [f" {role} " for role in roles]
+    if tool_name:
+        where.append(f"instr(' ' || {alias}.tool_names || ' ', ?) > 0")
+        params.append(f" {tool_name} ")
+    if since:
+        where.append(f"{alias}.ts >= ?")
+        params.append(since)
+    if until:
+        where.append(f"{alias}.ts <= ?")
+        params.append(until)
+    return where, params

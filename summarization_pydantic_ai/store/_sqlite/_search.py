@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._database import SearchHit, SearchQueryError
-from .._search_text import build_fts_query, space_cjk
+from .._search_text import build_fts_query, message_filters, space_cjk
 
 __all__ = ["fts_text", "search_rows"]
 
@@ -38,18 +38,9 @@ def search_rows(
             return []
         where.append(f"s.name IN ({','.join('?' * len(session_names))})")
         params += list(session_names)
-    if roles:
-        where.append("(" + " OR ".join("instr(' ' || m.roles || ' ', ?) > 0" for _ in roles) + ")")
-        params += [f" {role} " for role in roles]
-    if tool_name:
-        where.append("instr(' ' || m.tool_names || ' ', ?) > 0")
-        params.append(f" {tool_name} ")
-    if since:
-        where.append("m.ts >= ?")
-        params.append(since)
-    if until:
-        where.append("m.ts <= ?")
-        params.append(until)
+    conditions, values = message_filters("m", roles, tool_name, since, until)
+    where += conditions
+    params += values
     sql = (
         "SELECT s.name, m.message_id, m.position, m.roles, m.tool_names, m.ts, m.body, m.extra, "
         "bm25(messages_fts) AS score FROM messages_fts "
