@@ -131,7 +131,7 @@ async def summarize_plan(
         plan,
         summarizer,
         focus=focus,
-        latest_request=None if latest is None else latest_user_request(messages),
+        latest_request=latest_user_request(messages),
         first_index=plan.head_end,
         live=live,
         window_tokens=budget,
