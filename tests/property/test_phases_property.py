@@ -4,11 +4,11 @@ the checkpoint, and loses nothing: every message is either still in the context 
 from __future__ import annotations
 
 import asyncio
-import os
 
 import pydantic_ai.models
 from commit_check import without_commit_check
-from hypothesis import HealthCheck, given, settings
+from example_counts import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai.messages import CompactionPart, ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from strategies import histories
@@ -16,12 +16,6 @@ from strategies import histories
 from summarization_pydantic_ai import PhaseCheckpoints, summary_info, validate_history
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
-
-_SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
-
-
-def _examples(n: int) -> settings:
-    return settings(max_examples=int(n * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def checkpoint_parts(message: ModelMessage) -> list[CompactionPart]:
@@ -38,7 +32,7 @@ async def apply(phases: PhaseCheckpoints, messages: list[ModelMessage], name: st
     return result
 
 
-@_examples(120)
+@examples(120)
 @given(history=histories(for_request=True, max_turns=5), more=st.integers(0, 3))
 def test_checkpoints_keep_the_history_valid_and_lose_nothing(history: list[ModelMessage], more: int) -> None:
     phases = PhaseCheckpoints()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
 from collections.abc import Callable
 
 import pydantic_ai.models
-from hypothesis import HealthCheck, given, settings
+from example_counts import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
     ModelMessage,
@@ -33,12 +33,6 @@ from summarization_pydantic_ai import (
 )
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
-
-_SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
-
-
-def _examples(n: int) -> settings:
-    return settings(max_examples=int(n * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _texts(message: ModelMessage) -> bool:
@@ -106,7 +100,7 @@ def call_ids(messages: list[ModelMessage]) -> tuple[set[str], set[str]]:
     return calls, results
 
 
-@_examples(150)
+@examples(150)
 @given(
     history=histories(for_request=True, max_turns=6),
     target=st.integers(1, 4_000),
@@ -155,7 +149,7 @@ def test_pruner_keeps_must_keep_pairs_and_order(
         assert event.messages_after == len(result) and event.tokens_after == after
 
 
-@_examples(50)
+@examples(50)
 @given(history=histories(for_request=True, max_turns=6), target=st.integers(1, 4_000))
 def test_pruning_is_stable(history: list[ModelMessage], target: int) -> None:
     """Pruning the pruned history again never breaks it and never removes a message the first pass kept for

@@ -4,13 +4,13 @@ leaves the latest user request the last user prompt, whatever the history, the k
 from __future__ import annotations
 
 import asyncio
-import os
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import pydantic_ai.models
-from hypothesis import HealthCheck, given, settings
+from example_counts import examples
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart, TextPart, UserPromptPart
 from strategies import histories, keeps
@@ -26,12 +26,6 @@ from summarization_pydantic_ai import (
 )
 
 pydantic_ai.models.ALLOW_MODEL_REQUESTS = False
-
-_SCALE = float(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))
-
-
-def _examples(n: int) -> settings:
-    return settings(max_examples=int(n * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _texts(message: ModelMessage) -> bool:
@@ -93,7 +87,7 @@ def check(
     assert missing.count(None) <= sum(item.messages for item in dropped if not item.message_ids)
 
 
-@_examples(400)
+@examples(400)
 @given(pinned_histories(), keeps())
 def test_summarization_keeps_pins_and_validates(drawn: Any, keep: Any) -> None:
     messages, pins, predicate = drawn
@@ -113,7 +107,7 @@ def test_summarization_keeps_pins_and_validates(drawn: Any, keep: Any) -> None:
     check(messages, out, pins, predicate, events)
 
 
-@_examples(200)
+@examples(200)
 @given(pinned_histories(), keeps(), st.integers(0, 3_000))
 def test_middleware_keeps_pins_within_budget_and_validates(drawn: Any, keep: Any, budget: int) -> None:
     messages, pins, predicate = drawn
